@@ -1,0 +1,165 @@
+"""The effect state machine and the logical fingerprint of a non-idempotent effect.
+
+An effect (push, PR, message, payment) moves::
+
+    INTENDED ──dispatch──▶ DISPATCHED ──observe──▶ OBSERVED ──commit──▶ COMMITTED
+       │                       │
+       └─fail─▶ FAILED_BEFORE_DISPATCH     └─reconcile (generation fenced)─▶ AMBIGUOUS
+
+AMBIGUOUS is absorbing for every automatic actor: only an operator's recorded observation
+(-> COMMITTED) or compensating action (-> COMPENSATED) leaves it. An effect that never left
+the body (INTENDED, FAILED_BEFORE_DISPATCH, COMPENSATED) may be intended again.
+
+The fingerprint is what makes "the same effect" a fact rather than a caller's claim: it is
+recomputed by the ledger over the node, the operation, the normalized destination, the
+canonical arguments and the approval slot, and never taken from the caller.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from enum import StrEnum
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from onstation.core.canonical import JsonValue, canonical_bytes, digest
+from onstation.core.errors import BadInput
+
+EFFECT_SCOPE = "onstation-effect-v1"
+
+
+class EffectState(StrEnum):
+    """Where one logical effect stands."""
+
+    INTENDED = "INTENDED"
+    DISPATCHED = "DISPATCHED"
+    OBSERVED = "OBSERVED"
+    COMMITTED = "COMMITTED"
+    FAILED_BEFORE_DISPATCH = "FAILED_BEFORE_DISPATCH"
+    AMBIGUOUS = "AMBIGUOUS"
+    COMPENSATED = "COMPENSATED"
+
+
+class EffectAction(StrEnum):
+    """The moves an actor can ask for; each maps to one allowed source state set."""
+
+    DISPATCH = "dispatch"
+    OBSERVE = "observe"
+    COMMIT = "commit"
+    FAIL = "fail"
+    RECONCILE = "reconcile"
+    RESOLVE_OBSERVED = "resolve-observed"
+    RESOLVE_COMPENSATED = "resolve-compensated"
+
+
+#: (action, from-state) -> to-state. Anything absent is an invalid transition.
+TRANSITIONS: dict[tuple[EffectAction, EffectState], EffectState] = {
+    (EffectAction.DISPATCH, EffectState.INTENDED): EffectState.DISPATCHED,
+    (EffectAction.FAIL, EffectState.INTENDED): EffectState.FAILED_BEFORE_DISPATCH,
+    (EffectAction.OBSERVE, EffectState.DISPATCHED): EffectState.OBSERVED,
+    (EffectAction.COMMIT, EffectState.OBSERVED): EffectState.COMMITTED,
+    # Reconciling a fenced generation settles what the ledger can prove and marks the rest.
+    (EffectAction.RECONCILE, EffectState.INTENDED): EffectState.FAILED_BEFORE_DISPATCH,
+    (EffectAction.RECONCILE, EffectState.DISPATCHED): EffectState.AMBIGUOUS,
+    (EffectAction.RECONCILE, EffectState.OBSERVED): EffectState.COMMITTED,
+    (EffectAction.RESOLVE_OBSERVED, EffectState.AMBIGUOUS): EffectState.COMMITTED,
+    (EffectAction.RESOLVE_COMPENSATED, EffectState.AMBIGUOUS): EffectState.COMPENSATED,
+}
+
+#: States from which the same logical effect may be intended again (it never reached the world,
+#: or an operator compensated it).
+REINTENDABLE = frozenset(
+    {EffectState.INTENDED, EffectState.FAILED_BEFORE_DISPATCH, EffectState.COMPENSATED}
+)
+
+TERMINAL = frozenset({EffectState.COMMITTED})
+
+
+def next_state(action: EffectAction, current: EffectState) -> EffectState | None:
+    """The state ``action`` leads to from ``current``, or None when the move is not allowed."""
+    return TRANSITIONS.get((action, current))
+
+
+def normalize_operation(operation: str) -> str:
+    """Operations are case-insensitive verbs such as ``git.push`` or ``gh.pr.create``."""
+    op = unicodedata.normalize("NFC", operation).strip().lower()
+    if not op:
+        raise BadInput("op: must not be empty", field="op")
+    if len(op) > 256 or any(ch.isspace() for ch in op):
+        raise BadInput(f"op: must be one word of at most 256 characters ({operation!r})", field="op")
+    return op
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ssh": 22, "git": 9418}
+
+
+def normalize_destination(destination: str) -> str:
+    """Normalize where an effect lands, so spelling differences do not hide a repeat.
+
+    URLs get a lower-case scheme and host, no default port, no trailing slash and no
+    ``.git`` suffix; scp-like git remotes (``git@host:owner/repo.git``) are rewritten to
+    ``ssh://git@host/owner/repo``; everything else is NFC-normalized and stripped.
+    """
+    dest = unicodedata.normalize("NFC", destination).strip()
+    if not dest:
+        raise BadInput("dest: must not be empty", field="dest")
+    if len(dest) > 2048:
+        raise BadInput("dest: longer than 2048 characters", field="dest")
+    if "://" not in dest and "@" in dest and ":" in dest.split("@", 1)[1]:
+        user, rest = dest.split("@", 1)
+        host, path = rest.split(":", 1)
+        if host and "/" not in host:
+            dest = f"ssh://{user}@{host}/{path.lstrip('/')}"
+    if "://" in dest:
+        parts = urlsplit(dest)
+        scheme = parts.scheme.lower()
+        host = (parts.hostname or "").lower()
+        netloc = host
+        if parts.username:
+            netloc = f"{parts.username}@{host}"
+        try:
+            port = parts.port
+        except ValueError as exc:
+            raise BadInput(f"dest: invalid port in {destination!r}", field="dest") from exc
+        if port is not None and _DEFAULT_PORTS.get(scheme) != port:
+            netloc = f"{netloc}:{port}"
+        path = parts.path.rstrip("/")
+        if path.endswith(".git"):
+            path = path[: -len(".git")]
+        dest = urlunsplit((scheme, netloc, path, parts.query, ""))
+    return dest
+
+
+def effect_payload(
+    *, node: str, operation: str, destination: str, arguments: JsonValue, approval_slot: str | None
+) -> dict[str, Any]:
+    """The semantic payload the fingerprint covers (generation deliberately excluded)."""
+    canonical_bytes(arguments)  # refuses NaN, huge integers and non-JSON values up front
+    return {
+        "node": node,
+        "operation": normalize_operation(operation),
+        "destination": normalize_destination(destination),
+        "arguments": arguments,
+        "approval_slot": approval_slot,
+    }
+
+
+def fingerprint(
+    *, node: str, operation: str, destination: str, arguments: JsonValue, approval_slot: str | None
+) -> str:
+    """SHA-256 (scope ``onstation-effect-v1``) over the canonical semantic payload."""
+    return digest(
+        EFFECT_SCOPE,
+        effect_payload(
+            node=node,
+            operation=operation,
+            destination=destination,
+            arguments=arguments,
+            approval_slot=approval_slot,
+        ),
+    )
+
+
+def effect_id_for(fingerprint_hex: str) -> str:
+    """Deterministic effect id, so the ledger's own retries are idempotent inserts."""
+    return f"eff-{fingerprint_hex[:24]}"

@@ -1,0 +1,57 @@
+"""Validation of identifiers that may reach a file path, an argv or a SQL parameter.
+
+Names are the durable handles of AgentNodes, Actors and episodes. They may end up in brief
+and manifest file names, so the rule is an allowlist: printable, no path separators, no
+``..``, no NUL, no leading ``-``, 1 to 128 characters.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from onstation.core.errors import BadInput
+
+MAX_NAME_LENGTH = 128
+
+_ALLOWED = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._:@+=-]*$")
+
+
+def validate_name(value: str, field: str = "name") -> str:
+    """Return ``value`` if it is a safe identifier, else raise :class:`BadInput` naming ``field``."""
+    if not isinstance(value, str):
+        raise BadInput(f"{field}: must be a string", field=field)
+    if value == "":
+        raise BadInput(f"{field}: must not be empty", field=field)
+    if "\x00" in value:
+        raise BadInput(f"{field}: must not contain NUL", field=field)
+    if len(value) > MAX_NAME_LENGTH:
+        raise BadInput(
+            f"{field}: longer than {MAX_NAME_LENGTH} characters ({len(value)})", field=field
+        )
+    if value.startswith("-"):
+        raise BadInput(f"{field}: must not start with '-' ({value!r})", field=field)
+    if "/" in value or "\\" in value:
+        raise BadInput(f"{field}: must not contain a path separator ({value!r})", field=field)
+    if ".." in value:
+        raise BadInput(f"{field}: must not contain '..' ({value!r})", field=field)
+    if unicodedata.normalize("NFC", value) != value or not value.isascii():
+        raise BadInput(f"{field}: must be plain ASCII ({value!r})", field=field)
+    if not _ALLOWED.match(value):
+        raise BadInput(
+            f"{field}: may hold only letters, digits and . _ : @ + = - ({value!r})", field=field
+        )
+    return value
+
+
+def validate_free_text(value: str, field: str, max_length: int = 4096) -> str:
+    """Free text (reasons, actions, operator names): bounded, no NUL, no control characters."""
+    if not isinstance(value, str):
+        raise BadInput(f"{field}: must be a string", field=field)
+    if "\x00" in value:
+        raise BadInput(f"{field}: must not contain NUL", field=field)
+    if len(value) > max_length:
+        raise BadInput(f"{field}: longer than {max_length} characters", field=field)
+    if any(unicodedata.category(ch) == "Cc" and ch not in "\t\n" for ch in value):
+        raise BadInput(f"{field}: must not contain control characters", field=field)
+    return value

@@ -1,0 +1,433 @@
+"""The two storage backends behind the ledger: SQLite (embedded default) and PostgreSQL.
+
+A backend owns one connection and knows three dialect facts: its placeholder style, how a
+writing transaction begins (``BEGIN IMMEDIATE`` on SQLite so a read-then-write can never
+fail to upgrade; a plain ``BEGIN`` at READ COMMITTED on PostgreSQL, where row locks do the
+serializing), and the row-lock suffix (``FOR UPDATE`` on PostgreSQL, nothing on SQLite,
+whose writer lock already covers the whole database). Everything else is shared SQL.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+import stat
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from onstation.core.errors import BadInput, OnstationError
+
+if TYPE_CHECKING:
+    import psycopg
+
+Params = Sequence[Any]
+Row = tuple[Any, ...]
+
+MIN_SQLITE = (3, 35, 0)  # RETURNING
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+PG_RETRY_LIMIT = 10
+
+
+class Tx(Protocol):
+    """One open transaction: run statements written with ``?`` placeholders."""
+
+    def one(self, sql: str, params: Params = ()) -> Row | None:
+        """The first row of ``sql``, or None."""
+
+    def all(self, sql: str, params: Params = ()) -> list[Row]:
+        """Every row of ``sql``."""
+
+    def run(self, sql: str, params: Params = ()) -> int:
+        """Execute ``sql`` and return the number of rows it changed."""
+
+
+class Backend(Protocol):
+    """A connection to one ledger database and its dialect."""
+
+    url: str
+    name: str
+    lock_rows: str
+
+    def write(self) -> Any:
+        """Context manager: a transaction that may write, committed on success."""
+
+    def read(self) -> Any:
+        """Context manager: a read-only view."""
+
+    def migrate(self) -> list[int]:
+        """Apply pending migrations; return the versions applied."""
+
+    def schema_version(self) -> int:
+        """The applied schema version (0 when none)."""
+
+    def close(self) -> None:
+        """Release the connection."""
+
+    def is_retryable(self, exc: BaseException) -> bool:
+        """Whether ``exc`` means the whole transaction may safely run again."""
+
+    def retry_pause(self, attempt: int) -> None:
+        """Wait a little before retry number ``attempt``."""
+
+    def is_integrity_error(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is a constraint violation (a lost race on a unique key)."""
+
+    def lock_gate(self, tx: Tx, *, exclusive: bool) -> None:
+        """Serialize admissions and effects against halts (a no-op where writes are serial)."""
+
+
+def _migrations(dialect: str) -> list[tuple[int, str]]:
+    folder = resources.files("onstation.ledger") / "migrations" / dialect
+    found: list[tuple[int, str]] = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".sql"):
+            version = int(entry.name.split("_", 1)[0])
+            found.append((version, entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def latest_schema_version(dialect: str) -> int:
+    """The highest numbered migration shipped for ``dialect``."""
+    return _migrations(dialect)[-1][0]
+
+
+class LedgerUnavailable(OnstationError):
+    """The ledger database cannot be opened or used safely."""
+
+
+# --------------------------------------------------------------------------------------------
+# SQLite
+
+
+class _SqliteTx:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def one(self, sql: str, params: Params = ()) -> Row | None:
+        row: Row | None = self._conn.execute(sql, tuple(params)).fetchone()
+        return row
+
+    def all(self, sql: str, params: Params = ()) -> list[Row]:
+        return list(self._conn.execute(sql, tuple(params)).fetchall())
+
+    def run(self, sql: str, params: Params = ()) -> int:
+        return self._conn.execute(sql, tuple(params)).rowcount
+
+
+class SqliteBackend:
+    """The embedded default: one file, WAL, synchronous=FULL, BEGIN IMMEDIATE for every write."""
+
+    name = "sqlite"
+    lock_rows = ""
+
+    def __init__(self, path: Path, url: str) -> None:
+        if sqlite3.sqlite_version_info < MIN_SQLITE:
+            raise LedgerUnavailable(
+                f"SQLite {sqlite3.sqlite_version} is too old; onstation needs 3.35 or newer"
+            )
+        self.url = url
+        self.path = path
+        self._prepare_directory(path)
+        created = not path.exists()
+        try:
+            self._conn = sqlite3.connect(
+                str(path), isolation_level=None, timeout=SQLITE_BUSY_TIMEOUT_MS / 1000
+            )
+        except sqlite3.Error as exc:
+            raise LedgerUnavailable(f"cannot open ledger {path}: {exc}") from exc
+        if created:
+            os.chmod(path, 0o600)
+        try:
+            self._conn.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise LedgerUnavailable(
+                    f"ledger {path}: the filesystem does not support WAL mode (got {mode!r})"
+                )
+            self._conn.execute("PRAGMA synchronous = FULL")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            self.migrate()
+        except sqlite3.Error as exc:
+            self._conn.close()
+            raise LedgerUnavailable(f"ledger {path} is not usable: {exc}") from exc
+
+    @staticmethod
+    def _prepare_directory(path: Path) -> None:
+        parent = path.parent
+        if not parent.exists():
+            try:
+                parent.mkdir(parents=True, mode=0o700)
+            except OSError as exc:
+                raise LedgerUnavailable(f"cannot create ledger directory {parent}: {exc}") from exc
+        if path.is_symlink():
+            raise LedgerUnavailable(f"ledger {path} is a symlink; refusing to open it")
+        if path.exists():
+            mode = path.stat().st_mode
+            if mode & stat.S_IWOTH:
+                raise LedgerUnavailable(f"ledger {path} is writable by others; refusing to open it")
+
+    @contextmanager
+    def write(self) -> Iterator[Tx]:
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise LedgerUnavailable(f"ledger {self.path} is busy: {exc}") from exc
+        try:
+            yield _SqliteTx(self._conn)
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    @contextmanager
+    def read(self) -> Iterator[Tx]:
+        self._conn.execute("BEGIN")
+        try:
+            yield _SqliteTx(self._conn)
+        finally:
+            self._conn.execute("ROLLBACK")
+
+    def schema_version(self) -> int:
+        row = self._conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+        ).fetchone()
+        if row is None:
+            return 0
+        version = self._conn.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+        return int(version or 0)
+
+    def migrate(self) -> list[int]:
+        applied: list[int] = []
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version "
+                "(version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)"
+            )
+            current = self.schema_version()
+            for version, script in _migrations("sqlite"):
+                if version <= current:
+                    continue
+                # executescript would COMMIT first; run statement by statement inside our BEGIN.
+                for statement in _split_sql(script):
+                    self._conn.execute(statement)
+                self._conn.execute(
+                    "INSERT INTO schema_version (version, applied_at) VALUES (?, ?)",
+                    (version, int(time.time() * 1_000_000)),
+                )
+                applied.append(version)
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+        return applied
+
+    def is_retryable(self, exc: BaseException) -> bool:
+        return False
+
+    def retry_pause(self, attempt: int) -> None:
+        return None
+
+    def is_integrity_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, sqlite3.IntegrityError)
+
+    def lock_gate(self, tx: Tx, *, exclusive: bool) -> None:
+        return None  # BEGIN IMMEDIATE already holds the database's single writer lock
+
+    def integrity_check(self) -> str:
+        """SQLite's own consistency check of the ledger file ("ok" when sound)."""
+        return str(self._conn.execute("PRAGMA integrity_check").fetchone()[0])
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements; sqlite3 itself says when one is complete."""
+    statements: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        if not buffer and (not line.strip() or line.strip().startswith("--")):
+            continue
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        raise ValueError(f"incomplete statement at the end of a migration: {buffer[:60]!r}")
+    return statements
+
+
+# --------------------------------------------------------------------------------------------
+# PostgreSQL
+
+
+class _PgTx:
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._conn = conn
+
+    @staticmethod
+    def _sql(sql: str) -> Any:
+        return sql.replace("?", "%s")
+
+    def one(self, sql: str, params: Params = ()) -> Row | None:
+        cur = self._conn.execute(self._sql(sql), tuple(params))
+        row: Row | None = cur.fetchone()
+        return row
+
+    def all(self, sql: str, params: Params = ()) -> list[Row]:
+        return list(self._conn.execute(self._sql(sql), tuple(params)).fetchall())
+
+    def run(self, sql: str, params: Params = ()) -> int:
+        return self._conn.execute(self._sql(sql), tuple(params)).rowcount
+
+
+class PostgresBackend:
+    """Many hosts, one ledger: psycopg 3 at READ COMMITTED with row locks for every CAS.
+
+    A ``schema`` query parameter in the URL selects the PostgreSQL schema (search_path) the
+    ledger lives in, so several ledgers can share one database.
+    """
+
+    name = "postgres"
+    lock_rows = " FOR UPDATE"
+
+    def __init__(self, url: str, *, require_migrated: bool = True) -> None:
+        try:
+            import psycopg
+        except ImportError as exc:  # pragma: no cover - depends on the installed extras
+            raise LedgerUnavailable(
+                "PostgreSQL support is not installed: pip install 'onstation[postgres]'"
+            ) from exc
+        self._psycopg = psycopg
+        self.url = url
+        parts = urlsplit(url)
+        query = dict(parse_qsl(parts.query))
+        self.schema = query.pop("schema", None)
+        if self.schema is not None and not self.schema.replace("_", "").isalnum():
+            raise BadInput(f"--db: schema {self.schema!r} must be letters, digits and _")
+        dsn = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), ""))
+        try:
+            self._conn: psycopg.Connection[Any] = psycopg.connect(
+                dsn, autocommit=True, connect_timeout=10
+            )
+        except psycopg.Error as exc:
+            message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise LedgerUnavailable(f"cannot connect to PostgreSQL: {message}") from exc
+        if self.schema:
+            self._conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            self._conn.execute(f'SET search_path TO "{self.schema}"')
+        if require_migrated:
+            current, latest = self.schema_version(), latest_schema_version("postgres")
+            if current < latest:
+                self._conn.close()
+                raise LedgerUnavailable(
+                    f"PostgreSQL ledger is at schema {current}, needs {latest}: "
+                    "run `onstation db migrate`"
+                )
+
+    @contextmanager
+    def write(self) -> Iterator[Tx]:
+        with self._conn.transaction():
+            yield _PgTx(self._conn)
+
+    @contextmanager
+    def read(self) -> Iterator[Tx]:
+        with self._conn.transaction():
+            yield _PgTx(self._conn)
+
+    def is_retryable(self, exc: BaseException) -> bool:
+        """Serialization failures and deadlocks are safe to retry as a whole transaction."""
+        errors = self._psycopg.errors
+        return isinstance(exc, (errors.SerializationFailure, errors.DeadlockDetected))
+
+    def retry_pause(self, attempt: int) -> None:
+        """Bounded exponential back-off with jitter between retries."""
+        time.sleep(min(0.5, 0.005 * 2**attempt) * random.random())
+
+    def is_integrity_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, self._psycopg.errors.IntegrityError)
+
+    def lock_gate(self, tx: Tx, *, exclusive: bool) -> None:
+        tx.one("SELECT id FROM gate WHERE id = 1" + (" FOR UPDATE" if exclusive else " FOR SHARE"))
+
+    def schema_version(self) -> int:
+        row = self._conn.execute(
+            "SELECT to_regclass('schema_version') IS NOT NULL"
+        ).fetchone()
+        if not row or not row[0]:
+            return 0
+        got = self._conn.execute("SELECT max(version) FROM schema_version").fetchone()
+        return int(got[0] or 0) if got else 0
+
+    def migrate(self) -> list[int]:
+        applied: list[int] = []
+        with self._conn.transaction():
+            # One migrator at a time across hosts; released with the transaction.
+            self._conn.execute("SELECT pg_advisory_xact_lock(8517320431)")
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version "
+                "(version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)"
+            )
+            current = self.schema_version()
+            for version, script in _migrations("postgres"):
+                if version <= current:
+                    continue
+                self._conn.execute(script.encode())  # type: ignore[call-overload]
+                self._conn.execute(
+                    "INSERT INTO schema_version (version, applied_at) VALUES (%s, %s)",
+                    (version, int(time.time() * 1_000_000)),
+                )
+                applied.append(version)
+        return applied
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def default_sqlite_path() -> Path:
+    """``$XDG_STATE_HOME/onstation/ledger.db`` (``~/.local/state/onstation/ledger.db``)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "onstation" / "ledger.db"
+
+
+def parse_url(url: str) -> tuple[str, str]:
+    """Split a ledger URL into (dialect, target): sqlite paths or postgresql URLs."""
+    if not url or "\x00" in url:
+        raise BadInput("--db: must be a sqlite path or a postgresql:// URL")
+    lowered = url.lower()
+    if lowered.startswith(("postgresql://", "postgres://")):
+        return "postgres", url
+    if lowered.startswith("sqlite:"):
+        target = url[len("sqlite:") :]
+        if target.startswith("//"):
+            target = target[2:]
+        if not target:
+            raise BadInput("--db: sqlite URL names no file")
+        return "sqlite", target
+    if "://" in url:
+        raise BadInput(f"--db: unsupported scheme in {url.split('://', 1)[0]!r}")
+    return "sqlite", url
+
+
+def open_backend(url: str | None, *, require_migrated: bool = True) -> Backend:
+    """Open the backend a ledger URL names (``None``: the default SQLite file)."""
+    if url is None:
+        path = default_sqlite_path()
+        return SqliteBackend(path, f"sqlite://{path}")
+    dialect, target = parse_url(url)
+    if dialect == "postgres":
+        return PostgresBackend(target, require_migrated=require_migrated)
+    path = Path(target).expanduser()
+    if path.is_dir():
+        raise BadInput(f"--db: {path} is a directory")
+    return SqliteBackend(path, url)

@@ -1,0 +1,1279 @@
+"""The lifecycle ledger: the one authority on which body holds which identity, and which
+side effects happened.
+
+Every method is one transaction. Every write on behalf of a body carries the body's
+generation and is checked in the same transaction as the write, under a lock on the node's
+row (SQLite: the database writer lock taken by ``BEGIN IMMEDIATE``; PostgreSQL: ``SELECT ...
+FOR UPDATE`` on the node). A refused write is not silent: its denial receipt is committed,
+then :class:`~onstation.core.errors.StaleGeneration` is raised.
+
+Decisions (may this write happen, which state comes next, may this respawn pass) are made
+by the pure functions in :mod:`onstation.core`; this module moves rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from onstation.core.canonical import JsonValue, canonical_bytes, loads_strict
+from onstation.core.effects import (
+    REINTENDABLE,
+    EffectAction,
+    EffectState,
+    effect_id_for,
+    effect_payload,
+    fingerprint,
+    next_state,
+)
+from onstation.core.errors import (
+    BadInput,
+    BlockedByPolicy,
+    Conflict,
+    OnstationError,
+    StaleGeneration,
+)
+from onstation.core.governor import RespawnPolicy, decide_respawn
+from onstation.core.leases import GuardOutcome, LeaseState, judge_write
+from onstation.core.names import validate_free_text, validate_name
+from onstation.core.types import (
+    Actor,
+    AgentNode,
+    AgentRun,
+    BodyLease,
+    Denial,
+    Effect,
+    Event,
+    FenceResult,
+    Grant,
+    Halt,
+    ReconcileReport,
+    RespawnStatus,
+    WorkEpisode,
+)
+from onstation.ledger.backends import Backend, Row, Tx, open_backend
+
+T = TypeVar("T")
+Clock = Callable[[], datetime]
+
+DEFAULT_LEASE_TTL = timedelta(hours=1)
+MAX_LEASE_TTL = timedelta(days=30)
+
+_NODE_COLUMNS = "name, role, spawner, generation, state, created_at, breaker_open, breaker_reason"
+_LEASE_COLUMNS = (
+    "l.lease_id, l.node, l.generation, l.state, l.holder, l.acquired_at, l.renewed_at, "
+    "l.expires_at, l.ended_at, l.end_reason, r.run_id"
+)
+_LEASE_FROM = "body_lease l LEFT JOIN agent_run r ON r.lease_id = l.lease_id"
+_EFFECT_COLUMNS = (
+    "effect_id, node, generation, fingerprint, operation, destination, arguments, "
+    "approval_slot, caller_ref, state, result, created_at, updated_at, resolved_by, resolution"
+)
+
+
+def system_clock() -> datetime:
+    """The ledger's default clock: timezone-aware UTC wall time."""
+    return datetime.now(UTC)
+
+
+def to_us(moment: datetime) -> int:
+    """A timezone-aware instant as integer microseconds since the epoch."""
+    if moment.tzinfo is None:
+        raise BadInput("time must be timezone-aware")
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_us(value: int | None) -> datetime | None:
+    """Integer microseconds since the epoch as an aware UTC datetime (None stays None)."""
+    if value is None:
+        return None
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=int(value))
+
+
+def _at(value: int) -> datetime:
+    moment = from_us(value)
+    assert moment is not None
+    return moment
+
+
+class _CommitThenRaise(Exception):
+    """Raised inside a transaction body: commit what was written (a denial), then raise."""
+
+    def __init__(self, error: OnstationError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+@dataclass(frozen=True)
+class _Guarded:
+    node: AgentNode
+    lease: BodyLease
+
+
+class Ledger:
+    """The durable store behind one interface, over SQLite or PostgreSQL."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        clock: Clock = system_clock,
+        respawn_policy: RespawnPolicy | None = None,
+    ) -> None:
+        self.backend = backend
+        self._clock = clock
+        self.respawn_policy = respawn_policy or RespawnPolicy()
+
+    @classmethod
+    def open(
+        cls,
+        url: str | None = None,
+        *,
+        clock: Clock = system_clock,
+        respawn_policy: RespawnPolicy | None = None,
+    ) -> Ledger:
+        """Open the ledger a URL names: a SQLite path (default) or a ``postgresql://`` URL."""
+        return cls(open_backend(url), clock=clock, respawn_policy=respawn_policy)
+
+    def close(self) -> None:
+        """Release the connection."""
+        self.backend.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------------------------------
+    # transaction plumbing
+
+    def _now(self) -> int:
+        return to_us(self._clock())
+
+    def _write(self, body: Callable[[Tx, int], T]) -> T:
+        attempt = 0
+        while True:
+            pending: OnstationError | None = None
+            try:
+                with self.backend.write() as tx:
+                    now = self._now()
+                    try:
+                        result = body(tx, now)
+                    except _CommitThenRaise as deferred:
+                        pending = deferred.error
+            except OnstationError:
+                raise
+            except Exception as exc:
+                if self.backend.is_retryable(exc) and attempt < 10:
+                    attempt += 1
+                    self.backend.retry_pause(attempt)
+                    continue
+                if self.backend.is_integrity_error(exc):
+                    raise Conflict(f"lost a race with a concurrent writer: {exc}") from exc
+                raise
+            if pending is not None:
+                raise pending
+            return result
+
+    def _read(self, body: Callable[[Tx, int], T]) -> T:
+        with self.backend.read() as tx:
+            return body(tx, self._now())
+
+    def _event(
+        self,
+        tx: Tx,
+        now: int,
+        *,
+        node: str | None,
+        kind: str,
+        generation: int | None,
+        actor: str,
+        **detail: Any,
+    ) -> None:
+        tx.run(
+            "INSERT INTO event (node, kind, generation, actor, detail, at) VALUES (?, ?, ?, ?, ?, ?)",
+            (node, kind, generation, actor, json.dumps(detail, sort_keys=True), now),
+        )
+
+    # ----------------------------------------------------------------------------------------
+    # rows -> records
+
+    @staticmethod
+    def _node(row: Row) -> AgentNode:
+        return AgentNode(
+            node=row[0],
+            role=row[1],
+            spawner=row[2],
+            generation=int(row[3]),
+            state=row[4],
+            created_at=_at(row[5]),
+            breaker_open=bool(row[6]),
+            breaker_reason=row[7],
+        )
+
+    @staticmethod
+    def _lease(row: Row) -> BodyLease:
+        return BodyLease(
+            lease_id=int(row[0]),
+            node=row[1],
+            generation=int(row[2]),
+            state=LeaseState(row[3]),
+            holder=row[4],
+            acquired_at=_at(row[5]),
+            renewed_at=_at(row[6]),
+            expires_at=_at(row[7]),
+            ended_at=from_us(row[8]),
+            end_reason=row[9],
+            run_id=None if row[10] is None else int(row[10]),
+        )
+
+    @staticmethod
+    def _effect(row: Row) -> Effect:
+        return Effect(
+            effect_id=row[0],
+            node=row[1],
+            generation=int(row[2]),
+            fingerprint=row[3],
+            operation=row[4],
+            destination=row[5],
+            arguments=json.loads(row[6]),
+            approval_slot=row[7],
+            caller_ref=row[8],
+            state=EffectState(row[9]),
+            result=None if row[10] is None else json.loads(row[10]),
+            created_at=_at(row[11]),
+            updated_at=_at(row[12]),
+            resolved_by=row[13],
+            resolution=row[14],
+        )
+
+    def _lock_node(self, tx: Tx, name: str) -> AgentNode:
+        row = tx.one(
+            f"SELECT {_NODE_COLUMNS} FROM agent_node WHERE name = ?{self.backend.lock_rows}",
+            (name,),
+        )
+        if row is None:
+            raise BadInput(f"no such node {name!r}", node=name)
+        return self._node(row)
+
+    def _get_node(self, tx: Tx, name: str) -> AgentNode:
+        row = tx.one(f"SELECT {_NODE_COLUMNS} FROM agent_node WHERE name = ?", (name,))
+        if row is None:
+            raise BadInput(f"no such node {name!r}", node=name)
+        return self._node(row)
+
+    def _lease_for(self, tx: Tx, name: str, generation: int) -> BodyLease | None:
+        row = tx.one(
+            f"SELECT {_LEASE_COLUMNS} FROM {_LEASE_FROM} WHERE l.node = ? AND l.generation = ?",
+            (name, generation),
+        )
+        return None if row is None else self._lease(row)
+
+    def _active_halt(self, tx: Tx, name: str | None) -> Halt | None:
+        row = tx.one(
+            "SELECT halt_id, node, by, why, at, lifted_at, lifted_by FROM halt "
+            "WHERE lifted_at IS NULL AND (node IS NULL OR node = ?) ORDER BY halt_id LIMIT 1",
+            (name,),
+        )
+        return None if row is None else self._halt(row)
+
+    @staticmethod
+    def _halt(row: Row) -> Halt:
+        return Halt(
+            halt_id=int(row[0]),
+            node=row[1],
+            by=row[2],
+            why=row[3],
+            at=_at(row[4]),
+            lifted_at=from_us(row[5]),
+            lifted_by=row[6],
+        )
+
+    def _refuse_if_halted(self, tx: Tx, name: str, what: str) -> None:
+        self.backend.lock_gate(tx, exclusive=False)
+        halt = self._active_halt(tx, name)
+        if halt is not None:
+            scope = "global halt" if halt.node is None else f"halt on {halt.node}"
+            raise BlockedByPolicy(
+                f"{what} refused: {scope} by {halt.by} ({halt.why})",
+                node=name,
+                halt_id=halt.halt_id,
+                reason="halted",
+            )
+
+    # ----------------------------------------------------------------------------------------
+    # the generation guard
+
+    def _guard(self, tx: Tx, now: int, name: str, generation: int, action: str) -> _Guarded:
+        """Check a body's generation inside the writing transaction; record a denial if stale."""
+        node = self._lock_node(tx, name)
+        lease = self._lease_for(tx, name, node.generation)
+        outcome = judge_write(
+            presented=generation,
+            current=node.generation,
+            lease_state=None if lease is None else lease.state,
+            lease_expires_at=None if lease is None else lease.expires_at,
+            now=_at(now),
+        )
+        if outcome is GuardOutcome.ALLOWED:
+            assert lease is not None
+            return _Guarded(node, lease)
+        if (
+            outcome is GuardOutcome.LEASE_EXPIRED
+            and lease is not None
+            and lease.state is LeaseState.LIVE
+        ):
+            self._end_lease(tx, now, lease, LeaseState.EXPIRED, "ttl passed", actor="ledger")
+        row = tx.one(
+            "INSERT INTO denial (node, presented_generation, current_generation, action, reason, at)"
+            " VALUES (?, ?, ?, ?, ?, ?) RETURNING denial_id",
+            (name, generation, node.generation, action, outcome.value, now),
+        )
+        assert row is not None
+        self._event(
+            tx,
+            now,
+            node=name,
+            kind="write.denied",
+            generation=generation,
+            actor=f"{name}@{generation}",
+            action=action,
+            reason=outcome.value,
+            current_generation=node.generation,
+            denial_id=int(row[0]),
+        )
+        raise _CommitThenRaise(
+            StaleGeneration(
+                f"denied: {name} generation {generation} may not act ({outcome.value}; "
+                f"current generation {node.generation})",
+                node=name,
+                presented_generation=generation,
+                current_generation=node.generation,
+                reason=outcome.value,
+                denial_id=int(row[0]),
+            )
+        )
+
+    def _end_lease(
+        self, tx: Tx, now: int, lease: BodyLease, state: LeaseState, reason: str, *, actor: str
+    ) -> None:
+        tx.run(
+            "UPDATE body_lease SET state = ?, ended_at = ?, end_reason = ? "
+            "WHERE lease_id = ? AND state = 'LIVE'",
+            (state.value, now, reason, lease.lease_id),
+        )
+        tx.run(
+            "UPDATE agent_run SET ended_at = ?, outcome = ? WHERE lease_id = ? AND ended_at IS NULL",
+            (now, state.value.lower(), lease.lease_id),
+        )
+        self._event(
+            tx,
+            now,
+            node=lease.node,
+            kind=f"lease.{state.value.lower()}",
+            generation=lease.generation,
+            actor=actor,
+            lease_id=lease.lease_id,
+            reason=reason,
+        )
+
+    # ----------------------------------------------------------------------------------------
+    # identities
+
+    def register_node(
+        self, name: str, *, role: str | None = None, spawner: str | None = None, by: str = "operator"
+    ) -> AgentNode:
+        """Create a durable identity at generation 1 (no body yet)."""
+        validate_name(name, "node")
+        if role is not None:
+            validate_name(role, "role")
+        if spawner is not None:
+            validate_name(spawner, "spawner")
+            if spawner == name:
+                raise BadInput("spawner: a node cannot be its own spawner", field="spawner")
+        validate_free_text(by, "by", 256)
+
+        def body(tx: Tx, now: int) -> AgentNode:
+            if tx.one("SELECT 1 FROM agent_node WHERE name = ?", (name,)) is not None:
+                raise Conflict(f"node {name!r} is already registered", node=name)
+            tx.run(
+                "INSERT INTO agent_node (name, role, spawner, generation, state, created_at) "
+                "VALUES (?, ?, ?, 1, 'ACTIVE', ?)",
+                (name, role, spawner, now),
+            )
+            self._event(
+                tx, now, node=name, kind="node.registered", generation=1, actor=by,
+                role=role, spawner=spawner,
+            )  # fmt: skip
+            return self._get_node(tx, name)
+
+        return self._write(body)
+
+    def get_node(self, name: str) -> AgentNode:
+        """One identity as it stands now."""
+        validate_name(name, "node")
+        return self._read(lambda tx, _now: self._get_node(tx, name))
+
+    def list_nodes(self) -> list[AgentNode]:
+        """Every identity, by name."""
+        return self._read(
+            lambda tx, _now: [
+                self._node(r)
+                for r in tx.all(f"SELECT {_NODE_COLUMNS} FROM agent_node ORDER BY name")
+            ]
+        )
+
+    def add_actor(self, actor: str, *, node: str | None = None, by: str = "operator") -> Actor:
+        """Record an office or mailbox, optionally held by a node."""
+        validate_name(actor, "actor")
+        if node is not None:
+            validate_name(node, "node")
+
+        def body(tx: Tx, now: int) -> Actor:
+            if node is not None:
+                self._get_node(tx, node)
+            if tx.one("SELECT 1 FROM actor WHERE name = ?", (actor,)) is not None:
+                raise Conflict(f"actor {actor!r} already exists", actor=actor)
+            tx.run(
+                "INSERT INTO actor (name, node, created_at) VALUES (?, ?, ?)", (actor, node, now)
+            )
+            self._event(tx, now, node=node, kind="actor.added", generation=None, actor=by,
+                        name=actor)  # fmt: skip
+            return Actor(actor=actor, node=node, created_at=_at(now))
+
+        return self._write(body)
+
+    def list_actors(self) -> list[Actor]:
+        """Every actor."""
+        return self._read(
+            lambda tx, _now: [
+                Actor(actor=r[0], node=r[1], created_at=_at(r[2]))
+                for r in tx.all("SELECT name, node, created_at FROM actor ORDER BY name")
+            ]
+        )
+
+    def open_episode(self, node: str, objective: str, *, by: str = "operator") -> WorkEpisode:
+        """Open the node's bounded assignment; a node has at most one open episode."""
+        validate_name(node, "node")
+        validate_free_text(objective, "objective")
+        if not objective.strip():
+            raise BadInput("objective: must not be empty", field="objective")
+
+        def body(tx: Tx, now: int) -> WorkEpisode:
+            self._lock_node(tx, node)
+            if tx.one(
+                "SELECT 1 FROM work_episode WHERE node = ? AND state = 'OPEN'", (node,)
+            ) is not None:
+                raise Conflict(f"node {node!r} already has an open episode", node=node)
+            row = tx.one(
+                "INSERT INTO work_episode (node, objective, state, opened_at) "
+                "VALUES (?, ?, 'OPEN', ?) RETURNING episode_id",
+                (node, objective, now),
+            )
+            assert row is not None
+            self._event(tx, now, node=node, kind="episode.opened", generation=None, actor=by,
+                        episode_id=int(row[0]), objective=objective)  # fmt: skip
+            return WorkEpisode(int(row[0]), node, objective, "OPEN", _at(now), None)
+
+        return self._write(body)
+
+    def settle_episode(self, node: str, *, by: str = "operator") -> WorkEpisode:
+        """Close the node's open episode."""
+        validate_name(node, "node")
+
+        def body(tx: Tx, now: int) -> WorkEpisode:
+            self._lock_node(tx, node)
+            row = tx.one(
+                "SELECT episode_id, objective, opened_at FROM work_episode "
+                "WHERE node = ? AND state = 'OPEN'",
+                (node,),
+            )
+            if row is None:
+                raise Conflict(f"node {node!r} has no open episode", node=node)
+            tx.run(
+                "UPDATE work_episode SET state = 'SETTLED', closed_at = ? WHERE episode_id = ?",
+                (now, row[0]),
+            )
+            self._event(tx, now, node=node, kind="episode.settled", generation=None, actor=by,
+                        episode_id=int(row[0]))  # fmt: skip
+            return WorkEpisode(int(row[0]), node, row[1], "SETTLED", _at(row[2]), _at(now))
+
+        return self._write(body)
+
+    def episodes(self, node: str) -> list[WorkEpisode]:
+        """The node's episodes, oldest first."""
+        validate_name(node, "node")
+
+        def body(tx: Tx, _now: int) -> list[WorkEpisode]:
+            self._get_node(tx, node)
+            return [
+                WorkEpisode(int(r[0]), r[1], r[2], r[3], _at(r[4]), from_us(r[5]))
+                for r in tx.all(
+                    "SELECT episode_id, node, objective, state, opened_at, closed_at "
+                    "FROM work_episode WHERE node = ? ORDER BY episode_id",
+                    (node,),
+                )
+            ]
+
+        return self._read(body)
+
+    def runs(self, node: str) -> list[AgentRun]:
+        """The node's execution attempts, oldest first."""
+        validate_name(node, "node")
+
+        def body(tx: Tx, _now: int) -> list[AgentRun]:
+            self._get_node(tx, node)
+            return [
+                AgentRun(int(r[0]), r[1], int(r[2]), int(r[3]),
+                         None if r[4] is None else int(r[4]), _at(r[5]), from_us(r[6]), r[7])
+                for r in tx.all(
+                    "SELECT run_id, node, generation, lease_id, episode_id, started_at, ended_at, "
+                    "outcome FROM agent_run WHERE node = ? ORDER BY run_id",
+                    (node,),
+                )
+            ]  # fmt: skip
+
+        return self._read(body)
+
+    # ----------------------------------------------------------------------------------------
+    # body leases and fencing
+
+    def acquire_lease(
+        self,
+        node: str,
+        *,
+        holder: str | None = None,
+        ttl: timedelta = DEFAULT_LEASE_TTL,
+        expect_generation: int | None = None,
+        by: str = "operator",
+    ) -> BodyLease:
+        """Admit a body for the node's current generation (one lease per generation, ever)."""
+        validate_name(node, "node")
+        if holder is not None:
+            validate_free_text(holder, "holder", 1024)
+        _check_ttl(ttl)
+        if expect_generation is not None and expect_generation < 1:
+            raise BadInput("expected generation: must be at least 1", field="generation")
+
+        def body(tx: Tx, now: int) -> BodyLease:
+            current = self._lock_node(tx, node)
+            if current.state != "ACTIVE":
+                raise BlockedByPolicy(f"node {node!r} is retired; admission refused", node=node)
+            self._refuse_if_halted(tx, node, "admission")
+            if expect_generation is not None and expect_generation != current.generation:
+                raise Conflict(
+                    f"generation of {node!r} is {current.generation}, not {expect_generation}",
+                    node=node, generation=current.generation,
+                )  # fmt: skip
+            existing = self._lease_for(tx, node, current.generation)
+            if existing is not None:
+                if existing.state is LeaseState.LIVE and _at(now) < existing.expires_at:
+                    raise Conflict(
+                        f"{node!r} generation {current.generation} already has a live body "
+                        f"({existing.holder or 'unnamed'})",
+                        node=node, generation=current.generation, lease_id=existing.lease_id,
+                    )  # fmt: skip
+                raise Conflict(
+                    f"{node!r} generation {current.generation} already admitted a body "
+                    f"(lease {existing.state.value.lower()}); fence it with "
+                    f"--expect-generation {current.generation} to admit a new one",
+                    node=node, generation=current.generation, lease_id=existing.lease_id,
+                )  # fmt: skip
+            expires = now + int(ttl.total_seconds() * 1_000_000)
+            row = tx.one(
+                "INSERT INTO body_lease (node, generation, state, holder, acquired_at, renewed_at,"
+                " expires_at) VALUES (?, ?, 'LIVE', ?, ?, ?, ?) RETURNING lease_id",
+                (node, current.generation, holder, now, now, expires),
+            )
+            assert row is not None
+            lease_id = int(row[0])
+            episode = tx.one(
+                "SELECT episode_id FROM work_episode WHERE node = ? AND state = 'OPEN'", (node,)
+            )
+            tx.run(
+                "INSERT INTO agent_run (node, generation, lease_id, episode_id, started_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (node, current.generation, lease_id, None if episode is None else episode[0], now),
+            )
+            self._event(tx, now, node=node, kind="lease.acquired", generation=current.generation,
+                        actor=by, lease_id=lease_id, holder=holder,
+                        ttl_seconds=int(ttl.total_seconds()))  # fmt: skip
+            lease = self._lease_for(tx, node, current.generation)
+            assert lease is not None
+            return lease
+
+        return self._write(body)
+
+    def fence(
+        self, node: str, *, expect_generation: int, by: str = "operator", reason: str = "fenced"
+    ) -> FenceResult:
+        """Compare-and-swap the generation from ``expect_generation`` to the next one, revoking
+        the predecessor's lease and grants in the same transaction."""
+        validate_name(node, "node")
+        validate_free_text(reason, "reason", 1024)
+        if expect_generation < 1:
+            raise BadInput("expected generation: must be at least 1", field="generation")
+
+        def body(tx: Tx, now: int) -> FenceResult:
+            current = self._lock_node(tx, node)
+            row = tx.one(
+                "UPDATE agent_node SET generation = generation + 1 "
+                "WHERE name = ? AND generation = ? RETURNING generation",
+                (node, expect_generation),
+            )
+            if row is None:
+                raise Conflict(
+                    f"fence of {node!r} lost: generation is {current.generation}, "
+                    f"not {expect_generation}",
+                    node=node, generation=current.generation,
+                )  # fmt: skip
+            new_generation = int(row[0])
+            leases = [
+                self._lease(r)
+                for r in tx.all(
+                    f"SELECT {_LEASE_COLUMNS} FROM {_LEASE_FROM} "
+                    "WHERE l.node = ? AND l.state = 'LIVE'",
+                    (node,),
+                )
+            ]
+            for lease in leases:
+                self._end_lease(tx, now, lease, LeaseState.FENCED, reason, actor=by)
+            grants = [
+                int(r[0])
+                for r in tx.all(
+                    "UPDATE capability_grant SET state = 'REVOKED', revoked_at = ? "
+                    "WHERE node = ? AND state = 'LIVE' AND generation < ? RETURNING grant_id",
+                    (now, node, new_generation),
+                )
+            ]
+            self._event(tx, now, node=node, kind="node.fenced", generation=new_generation,
+                        actor=by, previous_generation=expect_generation, reason=reason,
+                        revoked_leases=[lease.lease_id for lease in leases],
+                        revoked_grants=sorted(grants))  # fmt: skip
+            return FenceResult(
+                node=node,
+                previous_generation=expect_generation,
+                generation=new_generation,
+                revoked_leases=[lease.lease_id for lease in leases],
+                revoked_grants=sorted(grants),
+            )
+
+        return self._write(body)
+
+    def renew_lease(
+        self, node: str, *, generation: int, ttl: timedelta = DEFAULT_LEASE_TTL
+    ) -> BodyLease:
+        """Extend the live lease of ``generation`` (a heartbeat); stale bodies are denied."""
+        validate_name(node, "node")
+        _check_ttl(ttl)
+
+        def body(tx: Tx, now: int) -> BodyLease:
+            guarded = self._guard(tx, now, node, generation, "lease renew")
+            expires = now + int(ttl.total_seconds() * 1_000_000)
+            tx.run(
+                "UPDATE body_lease SET renewed_at = ?, expires_at = ? WHERE lease_id = ?",
+                (now, expires, guarded.lease.lease_id),
+            )
+            lease = self._lease_for(tx, node, generation)
+            assert lease is not None
+            return lease
+
+        return self._write(body)
+
+    def release_lease(self, node: str, *, generation: int, by: str | None = None) -> BodyLease:
+        """The body gives up its lease cleanly; the generation admits no other body."""
+        validate_name(node, "node")
+
+        def body(tx: Tx, now: int) -> BodyLease:
+            guarded = self._guard(tx, now, node, generation, "lease release")
+            self._end_lease(
+                tx, now, guarded.lease, LeaseState.RELEASED, "released by body",
+                actor=by or f"{node}@{generation}",
+            )  # fmt: skip
+            lease = self._lease_for(tx, node, generation)
+            assert lease is not None
+            return lease
+
+        return self._write(body)
+
+    def leases(self, node: str) -> list[BodyLease]:
+        """Every lease the node ever had, oldest generation first."""
+        validate_name(node, "node")
+
+        def body(tx: Tx, _now: int) -> list[BodyLease]:
+            self._get_node(tx, node)
+            return [
+                self._lease(r)
+                for r in tx.all(
+                    f"SELECT {_LEASE_COLUMNS} FROM {_LEASE_FROM} WHERE l.node = ? "
+                    "ORDER BY l.generation",
+                    (node,),
+                )
+            ]
+
+        return self._read(body)
+
+    def live_lease(self, node: str) -> BodyLease | None:
+        """The node's lease that may act right now, if any."""
+        validate_name(node, "node")
+
+        def body(tx: Tx, now: int) -> BodyLease | None:
+            current = self._get_node(tx, node)
+            lease = self._lease_for(tx, node, current.generation)
+            if lease is None or lease.state is not LeaseState.LIVE or _at(now) >= lease.expires_at:
+                return None
+            return lease
+
+        return self._read(body)
+
+    def guard(self, node: str, *, generation: int, action: str = "write") -> BodyLease:
+        """Check that ``generation`` may act now; a refusal is recorded as a denial receipt."""
+        validate_name(node, "node")
+        validate_free_text(action, "action", 1024)
+        return self._write(lambda tx, now: self._guard(tx, now, node, generation, action).lease)
+
+    def denials(self, node: str) -> list[Denial]:
+        """Every denial receipt of the node, oldest first."""
+        validate_name(node, "node")
+
+        def body(tx: Tx, _now: int) -> list[Denial]:
+            self._get_node(tx, node)
+            return [
+                Denial(int(r[0]), r[1], int(r[2]), int(r[3]), r[4], r[5], _at(r[6]))
+                for r in tx.all(
+                    "SELECT denial_id, node, presented_generation, current_generation, action, "
+                    "reason, at FROM denial WHERE node = ? ORDER BY denial_id",
+                    (node,),
+                )
+            ]
+
+        return self._read(body)
+
+    # ----------------------------------------------------------------------------------------
+    # capability grants
+
+    def issue_grant(self, node: str, *, generation: int, capability: str) -> Grant:
+        """Issue a fresh capability to the live generation; fencing revokes it."""
+        validate_name(node, "node")
+        validate_free_text(capability, "capability", 256)
+        if not capability.strip():
+            raise BadInput("capability: must not be empty", field="capability")
+
+        def body(tx: Tx, now: int) -> Grant:
+            self._guard(tx, now, node, generation, f"grant {capability}")
+            if tx.one(
+                "SELECT 1 FROM capability_grant WHERE node = ? AND generation = ? "
+                "AND capability = ?",
+                (node, generation, capability),
+            ) is not None:
+                raise Conflict(f"{capability!r} was already granted to generation {generation}")
+            row = tx.one(
+                "INSERT INTO capability_grant (node, generation, capability, state, issued_at) "
+                "VALUES (?, ?, ?, 'LIVE', ?) RETURNING grant_id",
+                (node, generation, capability, now),
+            )
+            assert row is not None
+            self._event(tx, now, node=node, kind="grant.issued", generation=generation,
+                        actor=f"{node}@{generation}", grant_id=int(row[0]),
+                        capability=capability)  # fmt: skip
+            return Grant(int(row[0]), node, generation, capability, "LIVE", _at(now), None)
+
+        return self._write(body)
+
+    def grants(self, node: str) -> list[Grant]:
+        """Every grant the node's generations received."""
+        validate_name(node, "node")
+
+        def body(tx: Tx, _now: int) -> list[Grant]:
+            self._get_node(tx, node)
+            return [
+                Grant(int(r[0]), r[1], int(r[2]), r[3], r[4], _at(r[5]), from_us(r[6]))
+                for r in tx.all(
+                    "SELECT grant_id, node, generation, capability, state, issued_at, revoked_at "
+                    "FROM capability_grant WHERE node = ? ORDER BY grant_id",
+                    (node,),
+                )
+            ]
+
+        return self._read(body)
+
+    # ----------------------------------------------------------------------------------------
+    # effects
+
+    def intend_effect(
+        self,
+        node: str,
+        *,
+        generation: int,
+        operation: str,
+        destination: str,
+        arguments: JsonValue,
+        approval_slot: str | None = None,
+        caller_ref: str | None = None,
+    ) -> tuple[Effect, bool]:
+        """Record the intent to perform one logical effect; returns (effect, created).
+
+        The fingerprint is recomputed here. The same logical effect presented again returns
+        the existing record while it has not been dispatched, and is a :class:`Conflict`
+        once it has.
+        """
+        validate_name(node, "node")
+        if approval_slot is not None:
+            validate_free_text(approval_slot, "slot", 256)
+        if caller_ref is not None:
+            validate_free_text(caller_ref, "caller reference", 256)
+        if isinstance(arguments, str):
+            arguments = loads_strict(arguments, "args")
+        payload = effect_payload(
+            node=node, operation=operation, destination=destination, arguments=arguments,
+            approval_slot=approval_slot,
+        )  # fmt: skip
+        print_ = fingerprint(
+            node=node, operation=operation, destination=destination, arguments=arguments,
+            approval_slot=approval_slot,
+        )  # fmt: skip
+        effect_id = effect_id_for(print_)
+        args_text = canonical_bytes(payload["arguments"]).decode("utf-8")
+        description = f"effect intend {payload['operation']} {payload['destination']}"
+
+        def body(tx: Tx, now: int) -> tuple[Effect, bool]:
+            self._guard(tx, now, node, generation, description)
+            self._refuse_if_halted(tx, node, "new effect")
+            row = tx.one(f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE fingerprint = ?", (print_,))
+            if row is None:
+                tx.run(
+                    f"INSERT INTO effect ({_EFFECT_COLUMNS}) VALUES "
+                    "(?, ?, ?, ?, ?, ?, ?, ?, ?, 'INTENDED', NULL, ?, ?, NULL, NULL)",
+                    (effect_id, node, generation, print_, payload["operation"],
+                     payload["destination"], args_text, approval_slot, caller_ref, now, now),
+                )  # fmt: skip
+                self._event(tx, now, node=node, kind="effect.intended", generation=generation,
+                            actor=f"{node}@{generation}", effect_id=effect_id,
+                            fingerprint=print_, operation=payload["operation"],
+                            destination=payload["destination"])  # fmt: skip
+                return self._load_effect(tx, effect_id), True
+            existing = self._effect(row)
+            if existing.state not in REINTENDABLE:
+                raise Conflict(
+                    f"effect {existing.effect_id} is this same logical effect and was already "
+                    f"dispatched (state {existing.state.value}); it is not recorded again",
+                    effect_id=existing.effect_id, state=existing.state.value,
+                    fingerprint=existing.fingerprint,
+                )  # fmt: skip
+            if existing.state is EffectState.INTENDED and existing.generation == generation:
+                return existing, False
+            tx.run(
+                "UPDATE effect SET state = 'INTENDED', generation = ?, updated_at = ?, "
+                "resolved_by = NULL, resolution = NULL WHERE effect_id = ?",
+                (generation, now, existing.effect_id),
+            )
+            self._event(tx, now, node=node, kind="effect.reintended", generation=generation,
+                        actor=f"{node}@{generation}", effect_id=existing.effect_id,
+                        previous_state=existing.state.value,
+                        previous_generation=existing.generation)  # fmt: skip
+            return self._load_effect(tx, existing.effect_id), False
+
+        return self._write(body)
+
+    def _load_effect(self, tx: Tx, effect_id: str) -> Effect:
+        row = tx.one(f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE effect_id = ?", (effect_id,))
+        if row is None:
+            raise BadInput(f"no such effect {effect_id!r}", effect_id=effect_id)
+        return self._effect(row)
+
+    def get_effect(self, effect_id: str) -> Effect:
+        """One effect by id."""
+        validate_name(effect_id, "effect id")
+        return self._read(lambda tx, _now: self._load_effect(tx, effect_id))
+
+    def _advance(
+        self,
+        effect_id: str,
+        action: EffectAction,
+        generation: int,
+        result: JsonValue = None,
+    ) -> Effect:
+        validate_name(effect_id, "effect id")
+        result_text = None if result is None else canonical_bytes(result).decode("utf-8")
+
+        def body(tx: Tx, now: int) -> Effect:
+            effect = self._load_effect(tx, effect_id)
+            self._guard(tx, now, effect.node, generation, f"effect {action.value} {effect_id}")
+            if action is EffectAction.DISPATCH:
+                self._refuse_if_halted(tx, effect.node, "effect dispatch")
+            if effect.generation != generation:
+                raise Conflict(
+                    f"effect {effect_id} belongs to generation {effect.generation}, not "
+                    f"{generation}; intend it again under generation {generation}",
+                    effect_id=effect_id, state=effect.state.value,
+                )  # fmt: skip
+            target = next_state(action, effect.state)
+            if target is None:
+                hint = ""
+                if effect.state is EffectState.AMBIGUOUS:
+                    hint = (
+                        "; AMBIGUOUS is never retried automatically: an operator resolves it "
+                        f"with `onstation effect resolve {effect_id} --as observed|compensated`"
+                    )
+                raise Conflict(
+                    f"cannot {action.value} effect {effect_id} in state {effect.state.value}{hint}",
+                    effect_id=effect_id, state=effect.state.value,
+                )  # fmt: skip
+            changed = tx.run(
+                "UPDATE effect SET state = ?, updated_at = ?, result = COALESCE(?, result) "
+                "WHERE effect_id = ? AND state = ?",
+                (target.value, now, result_text, effect_id, effect.state.value),
+            )
+            if changed != 1:  # pragma: no cover - the node lock makes this unreachable
+                raise Conflict(f"effect {effect_id} changed concurrently")
+            self._event(tx, now, node=effect.node, kind=f"effect.{target.value.lower()}",
+                        generation=generation, actor=f"{effect.node}@{generation}",
+                        effect_id=effect_id, previous_state=effect.state.value)  # fmt: skip
+            return self._load_effect(tx, effect_id)
+
+        return self._write(body)
+
+    def dispatch_effect(self, effect_id: str, *, generation: int) -> Effect:
+        """INTENDED -> DISPATCHED: the body is about to act in the world."""
+        return self._advance(effect_id, EffectAction.DISPATCH, generation)
+
+    def observe_effect(
+        self, effect_id: str, *, generation: int, result: JsonValue = None
+    ) -> Effect:
+        """DISPATCHED -> OBSERVED: the body saw the authoritative result."""
+        if isinstance(result, str):
+            result = loads_strict(result, "result")
+        return self._advance(effect_id, EffectAction.OBSERVE, generation, result)
+
+    def commit_effect(self, effect_id: str, *, generation: int) -> Effect:
+        """OBSERVED -> COMMITTED: the result is settled."""
+        return self._advance(effect_id, EffectAction.COMMIT, generation)
+
+    def fail_effect(self, effect_id: str, *, generation: int, reason: str | None = None) -> Effect:
+        """INTENDED -> FAILED_BEFORE_DISPATCH: the body gave up before acting."""
+        result = None if reason is None else {"failure": validate_free_text(reason, "reason")}
+        return self._advance(effect_id, EffectAction.FAIL, generation, result)
+
+    def reconcile(self, node: str, *, by: str = "operator") -> ReconcileReport:
+        """Settle every effect of the node's fenced generations.
+
+        DISPATCHED without a result becomes AMBIGUOUS; INTENDED (never dispatched) becomes
+        FAILED_BEFORE_DISPATCH; OBSERVED (result on record) becomes COMMITTED.
+        """
+        validate_name(node, "node")
+
+        def body(tx: Tx, now: int) -> ReconcileReport:
+            current = self._lock_node(tx, node)
+            rows = tx.all(
+                f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE node = ? AND generation < ? "
+                "AND state IN ('INTENDED', 'DISPATCHED', 'OBSERVED') ORDER BY created_at, "
+                "effect_id",
+                (node, current.generation),
+            )
+            moved: dict[EffectState, list[str]] = {
+                EffectState.AMBIGUOUS: [],
+                EffectState.FAILED_BEFORE_DISPATCH: [],
+                EffectState.COMMITTED: [],
+            }
+            for row in rows:
+                effect = self._effect(row)
+                target = next_state(EffectAction.RECONCILE, effect.state)
+                assert target is not None
+                tx.run(
+                    "UPDATE effect SET state = ?, updated_at = ? WHERE effect_id = ?",
+                    (target.value, now, effect.effect_id),
+                )
+                self._event(tx, now, node=node, kind=f"effect.{target.value.lower()}",
+                            generation=effect.generation, actor=by, effect_id=effect.effect_id,
+                            previous_state=effect.state.value, via="reconcile")  # fmt: skip
+                moved[target].append(effect.effect_id)
+            unresolved = [
+                r[0]
+                for r in tx.all(
+                    "SELECT effect_id FROM effect WHERE node = ? AND state = 'AMBIGUOUS' "
+                    "ORDER BY effect_id",
+                    (node,),
+                )
+            ]
+            self._event(tx, now, node=node, kind="node.reconciled", generation=current.generation,
+                        actor=by, ambiguous=moved[EffectState.AMBIGUOUS],
+                        failed_before_dispatch=moved[EffectState.FAILED_BEFORE_DISPATCH],
+                        committed=moved[EffectState.COMMITTED],
+                        unresolved_ambiguous=unresolved)  # fmt: skip
+            return ReconcileReport(
+                node=node,
+                generation=current.generation,
+                ambiguous=moved[EffectState.AMBIGUOUS],
+                failed_before_dispatch=moved[EffectState.FAILED_BEFORE_DISPATCH],
+                committed=moved[EffectState.COMMITTED],
+                unresolved_ambiguous=unresolved,
+            )
+
+        return self._write(body)
+
+    def resolve_effect(self, effect_id: str, *, outcome: str, by: str, why: str) -> Effect:
+        """An operator settles an AMBIGUOUS effect: ``observed`` (it happened) -> COMMITTED,
+        ``compensated`` (a compensating action undid it) -> COMPENSATED."""
+        validate_name(effect_id, "effect id")
+        validate_free_text(by, "by", 256)
+        validate_free_text(why, "why")
+        if not by.strip() or not why.strip():
+            raise BadInput("resolve: --by and --why must both be given", field="by")
+        actions = {
+            "observed": EffectAction.RESOLVE_OBSERVED,
+            "compensated": EffectAction.RESOLVE_COMPENSATED,
+        }
+        if outcome not in actions:
+            raise BadInput(f"--as: must be observed or compensated, not {outcome!r}", field="as")
+        action = actions[outcome]
+
+        def body(tx: Tx, now: int) -> Effect:
+            effect = self._load_effect(tx, effect_id)
+            self._lock_node(tx, effect.node)
+            target = next_state(action, effect.state)
+            if target is None:
+                raise Conflict(
+                    f"effect {effect_id} is {effect.state.value}; only an AMBIGUOUS effect "
+                    "is resolved by an operator",
+                    effect_id=effect_id, state=effect.state.value,
+                )  # fmt: skip
+            tx.run(
+                "UPDATE effect SET state = ?, updated_at = ?, resolved_by = ?, resolution = ? "
+                "WHERE effect_id = ?",
+                (target.value, now, by, f"{outcome}: {why}", effect_id),
+            )
+            self._event(tx, now, node=effect.node, kind=f"effect.{target.value.lower()}",
+                        generation=effect.generation, actor=by, effect_id=effect_id,
+                        previous_state=effect.state.value, resolution=outcome,
+                        why=why)  # fmt: skip
+            return self._load_effect(tx, effect_id)
+
+        return self._write(body)
+
+    def effects(self, node: str, *, state: EffectState | None = None) -> list[Effect]:
+        """The node's effects, oldest first, optionally only those in one state."""
+        validate_name(node, "node")
+
+        def body(tx: Tx, _now: int) -> list[Effect]:
+            self._get_node(tx, node)
+            sql = f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE node = ?"
+            params: list[Any] = [node]
+            if state is not None:
+                sql += " AND state = ?"
+                params.append(state.value)
+            return [self._effect(r) for r in tx.all(sql + " ORDER BY created_at, effect_id", params)]
+
+        return self._read(body)
+
+    # ----------------------------------------------------------------------------------------
+    # respawn governor and breaker
+
+    def _respawn_status(self, tx: Tx, now: int, node: AgentNode) -> RespawnStatus:
+        policy = self.respawn_policy
+        counted = [
+            _at(r[0])
+            for r in tx.all(
+                "SELECT at FROM respawn WHERE node = ? AND at > ?",
+                (node.node, now - int(policy.window.total_seconds() * 1_000_000)),
+            )
+        ]
+        decision = decide_respawn(policy, counted, _at(now), breaker_open=node.breaker_open)
+        return RespawnStatus(
+            node=node.node,
+            allowed=decision.allowed,
+            count_in_window=decision.count_in_window,
+            limit=decision.limit,
+            window_seconds=int(policy.window.total_seconds()),
+            window_started_at=decision.window_started_at,
+            reopens_at=decision.reopens_at,
+            breaker_open=node.breaker_open,
+            reason=decision.reason
+            if not node.breaker_open
+            else f"breaker open: {node.breaker_reason}",
+        )
+
+    def request_respawn(self, node: str, *, by: str = "operator") -> RespawnStatus:
+        """Count one respawn if the governor allows it; the check and the count are atomic."""
+        validate_name(node, "node")
+        validate_free_text(by, "by", 256)
+
+        def body(tx: Tx, now: int) -> RespawnStatus:
+            current = self._lock_node(tx, node)
+            status = self._respawn_status(tx, now, current)
+            if not status.allowed:
+                self._event(tx, now, node=node, kind="respawn.blocked",
+                            generation=current.generation, actor=by, reason=status.reason,
+                            reopens_at=None if status.reopens_at is None
+                            else status.reopens_at.isoformat())  # fmt: skip
+                reopens = (
+                    f"; reopens at {status.reopens_at.isoformat()}" if status.reopens_at else ""
+                )
+                raise _CommitThenRaise(
+                    BlockedByPolicy(
+                        f"respawn of {node!r} blocked: {status.reason}{reopens}",
+                        **{k: v for k, v in status.to_json().items() if k != "reason"},
+                        reason=status.reason,
+                    )
+                )
+            tx.run("INSERT INTO respawn (node, at, by) VALUES (?, ?, ?)", (node, now, by))
+            self._event(tx, now, node=node, kind="respawn.counted", generation=current.generation,
+                        actor=by, count=status.count_in_window,
+                        limit=status.limit)  # fmt: skip
+            return status
+
+        return self._write(body)
+
+    def respawn_status(self, node: str) -> RespawnStatus:
+        """What a respawn request would get now (nothing is counted)."""
+        validate_name(node, "node")
+
+        def body(tx: Tx, now: int) -> RespawnStatus:
+            current = self._get_node(tx, node)
+            status = self._respawn_status(tx, now, current)
+            # A status query reports the count so far, not the count after a new request.
+            count = status.count_in_window - 1 if status.allowed else status.count_in_window
+            return dataclasses.replace(status, count_in_window=count)
+
+        return self._read(body)
+
+    def open_breaker(self, node: str, *, by: str, why: str) -> AgentNode:
+        """Open the persistent breaker: every respawn of the node is blocked until closed."""
+        return self._set_breaker(node, True, by, why)
+
+    def close_breaker(self, node: str, *, by: str, why: str = "closed by operator") -> AgentNode:
+        """Close the breaker; the respawn governor's count applies again."""
+        return self._set_breaker(node, False, by, why)
+
+    def _set_breaker(self, node: str, is_open: bool, by: str, why: str) -> AgentNode:
+        validate_name(node, "node")
+        validate_free_text(by, "by", 256)
+        validate_free_text(why, "why")
+
+        def body(tx: Tx, now: int) -> AgentNode:
+            current = self._lock_node(tx, node)
+            if current.breaker_open == is_open:
+                return current
+            tx.run(
+                "UPDATE agent_node SET breaker_open = ?, breaker_reason = ? WHERE name = ?",
+                (1 if is_open else 0, f"{why} (by {by})" if is_open else None, node),
+            )
+            kind = "breaker.opened" if is_open else "breaker.closed"
+            self._event(tx, now, node=node, kind=kind, generation=current.generation, actor=by,
+                        why=why)  # fmt: skip
+            return self._get_node(tx, node)
+
+        return self._write(body)
+
+    # ----------------------------------------------------------------------------------------
+    # the halt gate
+
+    def halt(self, *, node: str | None = None, by: str, why: str) -> Halt:
+        """Block admission of new bodies and new effects (globally or for one node)."""
+        if node is not None:
+            validate_name(node, "node")
+        validate_free_text(by, "by", 256)
+        validate_free_text(why, "why")
+        if not why.strip():
+            raise BadInput("--why: a halt must say why", field="why")
+
+        def body(tx: Tx, now: int) -> Halt:
+            self.backend.lock_gate(tx, exclusive=True)
+            if node is not None:
+                self._lock_node(tx, node)
+            row = tx.one(
+                "SELECT halt_id, node, by, why, at, lifted_at, lifted_by FROM halt "
+                "WHERE lifted_at IS NULL AND (node = ? OR (node IS NULL AND CAST(? AS TEXT) IS NULL))",
+                (node, node),
+            )
+            if row is not None:
+                return self._halt(row)
+            created = tx.one(
+                "INSERT INTO halt (node, by, why, at) VALUES (?, ?, ?, ?) "
+                "RETURNING halt_id, node, by, why, at, lifted_at, lifted_by",
+                (node, by, why, now),
+            )
+            assert created is not None
+            self._event(tx, now, node=node, kind="halt.raised", generation=None, actor=by,
+                        why=why, halt_id=int(created[0]))  # fmt: skip
+            return self._halt(created)
+
+        return self._write(body)
+
+    def unhalt(self, *, node: str | None = None, by: str) -> list[Halt]:
+        """Lift the active halt of one scope (global when ``node`` is None)."""
+        if node is not None:
+            validate_name(node, "node")
+        validate_free_text(by, "by", 256)
+
+        def body(tx: Tx, now: int) -> list[Halt]:
+            self.backend.lock_gate(tx, exclusive=True)
+            rows = tx.all(
+                "UPDATE halt SET lifted_at = ?, lifted_by = ? "
+                "WHERE lifted_at IS NULL AND (node = ? OR (node IS NULL AND CAST(? AS TEXT) IS NULL)) "
+                "RETURNING halt_id, node, by, why, at, lifted_at, lifted_by",
+                (now, by, node, node),
+            )
+            for r in rows:
+                self._event(tx, now, node=node, kind="halt.lifted", generation=None, actor=by,
+                            halt_id=int(r[0]))  # fmt: skip
+            return [self._halt(r) for r in rows]
+
+        return self._write(body)
+
+    def halts(self, *, active_only: bool = True) -> list[Halt]:
+        """Halts on record (by default only those in force)."""
+        where = " WHERE lifted_at IS NULL" if active_only else ""
+        return self._read(
+            lambda tx, _now: [
+                self._halt(r)
+                for r in tx.all(
+                    "SELECT halt_id, node, by, why, at, lifted_at, lifted_by FROM halt"
+                    + where
+                    + " ORDER BY halt_id"
+                )
+            ]
+        )
+
+    # ----------------------------------------------------------------------------------------
+    # history
+
+    def history(self, node: str | None = None, *, limit: int | None = None) -> list[Event]:
+        """The append-only event history (of one node, or all), oldest first."""
+        if node is not None:
+            validate_name(node, "node")
+        if limit is not None and limit < 1:
+            raise BadInput("--limit: must be at least 1", field="limit")
+
+        def body(tx: Tx, _now: int) -> list[Event]:
+            if node is not None:
+                self._get_node(tx, node)
+                rows = tx.all(
+                    "SELECT seq, node, kind, generation, actor, detail, at FROM event "
+                    "WHERE node = ? ORDER BY seq",
+                    (node,),
+                )
+            else:
+                rows = tx.all(
+                    "SELECT seq, node, kind, generation, actor, detail, at FROM event ORDER BY seq"
+                )
+            events = [
+                Event(int(r[0]), r[1], r[2], None if r[3] is None else int(r[3]), r[4],
+                      json.loads(r[5]), _at(r[6]))
+                for r in rows
+            ]  # fmt: skip
+            return events[-limit:] if limit else events
+
+        return self._read(body)
+
+
+def _check_ttl(ttl: timedelta) -> None:
+    if ttl <= timedelta(0):
+        raise BadInput("--ttl: must be positive", field="ttl")
+    if ttl > MAX_LEASE_TTL:
+        raise BadInput(f"--ttl: at most {int(MAX_LEASE_TTL.total_seconds())} seconds", field="ttl")
