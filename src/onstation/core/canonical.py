@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from typing import Any
 
@@ -102,7 +103,7 @@ def _check_value(value: Any, path: str, depth: int, field: str = "value") -> Non
             raise BadInput(f"{field}: integer at {path} is outside the interoperable range")
         return
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             raise BadInput(f"{field}: non-finite number at {path}")
         return
     if isinstance(value, list):

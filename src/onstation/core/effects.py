@@ -86,7 +86,9 @@ def normalize_operation(operation: str) -> str:
     if not op:
         raise BadInput("op: must not be empty", field="op")
     if len(op) > 256 or any(ch.isspace() for ch in op):
-        raise BadInput(f"op: must be one word of at most 256 characters ({operation!r})", field="op")
+        raise BadInput(
+            f"op: must be one word of at most 256 characters ({operation!r})", field="op"
+        )
     return op
 
 

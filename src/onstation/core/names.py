@@ -18,7 +18,7 @@ _ALLOWED = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._:@+=-]*$")
 
 
 def validate_name(value: str, field: str = "name") -> str:
-    """Return ``value`` if it is a safe identifier, else raise :class:`BadInput` naming ``field``."""
+    """Return ``value`` if it is a safe identifier; else raise :class:`BadInput` naming it."""
     if not isinstance(value, str):
         raise BadInput(f"{field}: must be a string", field=field)
     if value == "":

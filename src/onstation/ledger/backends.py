@@ -46,6 +46,9 @@ class Tx(Protocol):
     def run(self, sql: str, params: Params = ()) -> int:
         """Execute ``sql`` and return the number of rows it changed."""
 
+    def send(self, sql: str, params: Params = ()) -> None:
+        """Execute ``sql`` whose outcome nobody reads now (it may be pipelined)."""
+
 
 class Backend(Protocol):
     """A connection to one ledger database and its dialect."""
@@ -53,6 +56,9 @@ class Backend(Protocol):
     url: str
     name: str
     lock_rows: str
+
+    def lock_rows_of(self, alias: str) -> str:
+        """The row-lock clause for one table of a join (empty where writes are serial)."""
 
     def write(self) -> Any:
         """Context manager: a transaction that may write, committed on success."""
@@ -119,12 +125,18 @@ class _SqliteTx:
     def run(self, sql: str, params: Params = ()) -> int:
         return self._conn.execute(sql, tuple(params)).rowcount
 
+    def send(self, sql: str, params: Params = ()) -> None:
+        self._conn.execute(sql, tuple(params))
+
 
 class SqliteBackend:
     """The embedded default: one file, WAL, synchronous=FULL, BEGIN IMMEDIATE for every write."""
 
     name = "sqlite"
     lock_rows = ""
+
+    def lock_rows_of(self, alias: str) -> str:
+        return ""
 
     def __init__(self, path: Path, url: str) -> None:
         if sqlite3.sqlite_version_info < MIN_SQLITE:
@@ -287,6 +299,9 @@ class _PgTx:
     def run(self, sql: str, params: Params = ()) -> int:
         return self._conn.execute(self._sql(sql), tuple(params)).rowcount
 
+    def send(self, sql: str, params: Params = ()) -> None:
+        self._conn.execute(self._sql(sql), tuple(params))
+
 
 class PostgresBackend:
     """Many hosts, one ledger: psycopg 3 at READ COMMITTED with row locks for every CAS.
@@ -297,6 +312,9 @@ class PostgresBackend:
 
     name = "postgres"
     lock_rows = " FOR UPDATE"
+
+    def lock_rows_of(self, alias: str) -> str:
+        return f" FOR UPDATE OF {alias}"
 
     def __init__(self, url: str, *, require_migrated: bool = True) -> None:
         try:
@@ -358,9 +376,7 @@ class PostgresBackend:
         tx.one("SELECT id FROM gate WHERE id = 1" + (" FOR UPDATE" if exclusive else " FOR SHARE"))
 
     def schema_version(self) -> int:
-        row = self._conn.execute(
-            "SELECT to_regclass('schema_version') IS NOT NULL"
-        ).fetchone()
+        row = self._conn.execute("SELECT to_regclass('schema_version') IS NOT NULL").fetchone()
         if not row or not row[0]:
             return 0
         got = self._conn.execute("SELECT max(version) FROM schema_version").fetchone()
@@ -379,7 +395,7 @@ class PostgresBackend:
             for version, script in _migrations("postgres"):
                 if version <= current:
                     continue
-                self._conn.execute(script.encode())  # type: ignore[call-overload]
+                self._conn.execute(script.encode())
                 self._conn.execute(
                     "INSERT INTO schema_version (version, applied_at) VALUES (%s, %s)",
                     (version, int(time.time() * 1_000_000)),

@@ -66,9 +66,9 @@ MAX_LEASE_TTL = timedelta(days=30)
 _NODE_COLUMNS = "name, role, spawner, generation, state, created_at, breaker_open, breaker_reason"
 _LEASE_COLUMNS = (
     "l.lease_id, l.node, l.generation, l.state, l.holder, l.acquired_at, l.renewed_at, "
-    "l.expires_at, l.ended_at, l.end_reason, r.run_id"
+    "l.expires_at, l.ended_at, l.end_reason, l.lease_id"
 )
-_LEASE_FROM = "body_lease l LEFT JOIN agent_run r ON r.lease_id = l.lease_id"
+_LEASE_FROM = "body_lease l"
 _EFFECT_COLUMNS = (
     "effect_id, node, generation, fingerprint, operation, destination, arguments, "
     "approval_slot, caller_ref, state, result, created_at, updated_at, resolved_by, resolution"
@@ -196,8 +196,9 @@ class Ledger:
         actor: str,
         **detail: Any,
     ) -> None:
-        tx.run(
-            "INSERT INTO event (node, kind, generation, actor, detail, at) VALUES (?, ?, ?, ?, ?, ?)",
+        tx.send(
+            "INSERT INTO event (node, kind, generation, actor, detail, at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
             (node, kind, generation, actor, json.dumps(detail, sort_keys=True), now),
         )
 
@@ -331,8 +332,8 @@ class Ledger:
         ):
             self._end_lease(tx, now, lease, LeaseState.EXPIRED, "ttl passed", actor="ledger")
         row = tx.one(
-            "INSERT INTO denial (node, presented_generation, current_generation, action, reason, at)"
-            " VALUES (?, ?, ?, ?, ?, ?) RETURNING denial_id",
+            "INSERT INTO denial (node, presented_generation, current_generation, action, reason,"
+            " at) VALUES (?, ?, ?, ?, ?, ?) RETURNING denial_id",
             (name, generation, node.generation, action, outcome.value, now),
         )
         assert row is not None
@@ -350,7 +351,7 @@ class Ledger:
         )
         raise _CommitThenRaise(
             StaleGeneration(
-                f"denied: {name} generation {generation} may not act ({outcome.value}; "
+                f"{name} generation {generation} may not act ({outcome.value}; "
                 f"current generation {node.generation})",
                 node=name,
                 presented_generation=generation,
@@ -368,10 +369,6 @@ class Ledger:
             "WHERE lease_id = ? AND state = 'LIVE'",
             (state.value, now, reason, lease.lease_id),
         )
-        tx.run(
-            "UPDATE agent_run SET ended_at = ?, outcome = ? WHERE lease_id = ? AND ended_at IS NULL",
-            (now, state.value.lower(), lease.lease_id),
-        )
         self._event(
             tx,
             now,
@@ -387,7 +384,12 @@ class Ledger:
     # identities
 
     def register_node(
-        self, name: str, *, role: str | None = None, spawner: str | None = None, by: str = "operator"
+        self,
+        name: str,
+        *,
+        role: str | None = None,
+        spawner: str | None = None,
+        by: str = "operator",
     ) -> AgentNode:
         """Create a durable identity at generation 1 (no body yet)."""
         validate_name(name, "node")
@@ -467,9 +469,10 @@ class Ledger:
 
         def body(tx: Tx, now: int) -> WorkEpisode:
             self._lock_node(tx, node)
-            if tx.one(
-                "SELECT 1 FROM work_episode WHERE node = ? AND state = 'OPEN'", (node,)
-            ) is not None:
+            if (
+                tx.one("SELECT 1 FROM work_episode WHERE node = ? AND state = 'OPEN'", (node,))
+                is not None
+            ):
                 raise Conflict(f"node {node!r} already has an open episode", node=node)
             row = tx.one(
                 "INSERT INTO work_episode (node, objective, state, opened_at) "
@@ -562,51 +565,92 @@ class Ledger:
             raise BadInput("expected generation: must be at least 1", field="generation")
 
         def body(tx: Tx, now: int) -> BodyLease:
-            current = self._lock_node(tx, node)
-            if current.state != "ACTIVE":
+            pg = self.backend.name == "postgres"
+            # One round trip reads the node (locked), its current lease, any halt in force and
+            # the open episode (and, on PostgreSQL, takes the halt gate in share mode):
+            # admission is on the hot path of every relief.
+            row = tx.one(
+                "SELECT n.generation, n.state, l.lease_id, l.state, l.expires_at, l.holder, "
+                "(SELECT h.halt_id FROM halt h WHERE h.lifted_at IS NULL "
+                " AND (h.node IS NULL OR h.node = n.name) ORDER BY h.halt_id LIMIT 1), "
+                "(SELECT e.episode_id FROM work_episode e WHERE e.node = n.name "
+                " AND e.state = 'OPEN') "
+                "FROM agent_node n LEFT JOIN body_lease l "
+                "ON l.node = n.name AND l.generation = n.generation"
+                + (" CROSS JOIN gate g" if pg else "")
+                + " WHERE n.name = ?"
+                + (" FOR UPDATE OF n FOR SHARE OF g" if pg else ""),
+                (node,),
+            )
+            if row is None:
+                raise BadInput(f"no such node {node!r}", node=node)
+            generation, state = int(row[0]), row[1]
+            if state != "ACTIVE":
                 raise BlockedByPolicy(f"node {node!r} is retired; admission refused", node=node)
-            self._refuse_if_halted(tx, node, "admission")
-            if expect_generation is not None and expect_generation != current.generation:
+            if row[6] is not None:
+                self._refuse_if_halted(tx, node, "admission")
+            if expect_generation is not None and expect_generation != generation:
                 raise Conflict(
-                    f"generation of {node!r} is {current.generation}, not {expect_generation}",
-                    node=node, generation=current.generation,
+                    f"generation of {node!r} is {generation}, not {expect_generation}",
+                    node=node, generation=generation,
                 )  # fmt: skip
-            existing = self._lease_for(tx, node, current.generation)
-            if existing is not None:
-                if existing.state is LeaseState.LIVE and _at(now) < existing.expires_at:
+            if row[2] is not None:
+                if row[3] == LeaseState.LIVE.value and now < int(row[4]):
                     raise Conflict(
-                        f"{node!r} generation {current.generation} already has a live body "
-                        f"({existing.holder or 'unnamed'})",
-                        node=node, generation=current.generation, lease_id=existing.lease_id,
+                        f"{node!r} generation {generation} already has a live body "
+                        f"({row[5] or 'unnamed'})",
+                        node=node, generation=generation, lease_id=int(row[2]),
                     )  # fmt: skip
                 raise Conflict(
-                    f"{node!r} generation {current.generation} already admitted a body "
-                    f"(lease {existing.state.value.lower()}); fence it with "
-                    f"--expect-generation {current.generation} to admit a new one",
-                    node=node, generation=current.generation, lease_id=existing.lease_id,
+                    f"{node!r} generation {generation} already admitted a body "
+                    f"(lease {str(row[3]).lower()}); fence it with "
+                    f"--expect-generation {generation} to admit a new one",
+                    node=node, generation=generation, lease_id=int(row[2]),
                 )  # fmt: skip
             expires = now + int(ttl.total_seconds() * 1_000_000)
-            row = tx.one(
-                "INSERT INTO body_lease (node, generation, state, holder, acquired_at, renewed_at,"
-                " expires_at) VALUES (?, ?, 'LIVE', ?, ?, ?, ?) RETURNING lease_id",
-                (node, current.generation, holder, now, now, expires),
+            detail = {"holder": holder, "ttl_seconds": int(ttl.total_seconds())}
+            if pg:
+                # Lease, run and history in one statement: one round trip.
+                got = tx.one(
+                    "WITH lease AS ("
+                    " INSERT INTO body_lease (node, generation, state, holder, acquired_at,"
+                    " renewed_at, expires_at, episode_id) VALUES (?, ?, 'LIVE', ?, ?, ?, ?, ?)"
+                    " RETURNING lease_id),"
+                    " history AS ("
+                    " INSERT INTO event (node, kind, generation, actor, detail, at)"
+                    " SELECT ?, 'lease.acquired', ?, ?,"
+                    " (CAST(? AS jsonb) || jsonb_build_object('lease_id', lease_id))::text, ?"
+                    " FROM lease)"
+                    " SELECT lease_id FROM lease",
+                    (node, generation, holder, now, now, expires, row[7],
+                     node, generation, by, json.dumps(detail), now),
+                )  # fmt: skip
+                assert got is not None
+                lease_id = int(got[0])
+            else:
+                inserted = tx.one(
+                    "INSERT INTO body_lease (node, generation, state, holder, acquired_at,"
+                    " renewed_at, expires_at, episode_id) VALUES (?, ?, 'LIVE', ?, ?, ?, ?, ?)"
+                    " RETURNING lease_id",
+                    (node, generation, holder, now, now, expires, row[7]),
+                )
+                assert inserted is not None
+                lease_id = int(inserted[0])
+                self._event(tx, now, node=node, kind="lease.acquired", generation=generation,
+                            actor=by, lease_id=lease_id, **detail)  # fmt: skip
+            return BodyLease(
+                lease_id=lease_id,
+                node=node,
+                generation=generation,
+                state=LeaseState.LIVE,
+                holder=holder,
+                acquired_at=_at(now),
+                renewed_at=_at(now),
+                expires_at=_at(expires),
+                ended_at=None,
+                end_reason=None,
+                run_id=lease_id,
             )
-            assert row is not None
-            lease_id = int(row[0])
-            episode = tx.one(
-                "SELECT episode_id FROM work_episode WHERE node = ? AND state = 'OPEN'", (node,)
-            )
-            tx.run(
-                "INSERT INTO agent_run (node, generation, lease_id, episode_id, started_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (node, current.generation, lease_id, None if episode is None else episode[0], now),
-            )
-            self._event(tx, now, node=node, kind="lease.acquired", generation=current.generation,
-                        actor=by, lease_id=lease_id, holder=holder,
-                        ttl_seconds=int(ttl.total_seconds()))  # fmt: skip
-            lease = self._lease_for(tx, node, current.generation)
-            assert lease is not None
-            return lease
 
         return self._write(body)
 
@@ -621,50 +665,94 @@ class Ledger:
             raise BadInput("expected generation: must be at least 1", field="generation")
 
         def body(tx: Tx, now: int) -> FenceResult:
-            current = self._lock_node(tx, node)
-            row = tx.one(
-                "UPDATE agent_node SET generation = generation + 1 "
-                "WHERE name = ? AND generation = ? RETURNING generation",
-                (node, expect_generation),
-            )
+            if self.backend.name == "postgres":
+                row, fenced, grants = self._fence_statement_pg(tx, now, node, expect_generation,
+                                                               reason)  # fmt: skip
+            else:
+                row, fenced, grants = self._fence_statements(tx, now, node, expect_generation,
+                                                             reason)  # fmt: skip
             if row is None:
+                current = self._get_node(tx, node)
                 raise Conflict(
                     f"fence of {node!r} lost: generation is {current.generation}, "
                     f"not {expect_generation}",
                     node=node, generation=current.generation,
                 )  # fmt: skip
             new_generation = int(row[0])
-            leases = [
-                self._lease(r)
-                for r in tx.all(
-                    f"SELECT {_LEASE_COLUMNS} FROM {_LEASE_FROM} "
-                    "WHERE l.node = ? AND l.state = 'LIVE'",
-                    (node,),
-                )
-            ]
-            for lease in leases:
-                self._end_lease(tx, now, lease, LeaseState.FENCED, reason, actor=by)
-            grants = [
-                int(r[0])
-                for r in tx.all(
-                    "UPDATE capability_grant SET state = 'REVOKED', revoked_at = ? "
-                    "WHERE node = ? AND state = 'LIVE' AND generation < ? RETURNING grant_id",
-                    (now, node, new_generation),
-                )
-            ]
+            leases = sorted(int(r[0]) for r in fenced)
+            # One event records the whole fence: the new generation and every lease and grant
+            # it revoked (with the generations those leases held).
             self._event(tx, now, node=node, kind="node.fenced", generation=new_generation,
                         actor=by, previous_generation=expect_generation, reason=reason,
-                        revoked_leases=[lease.lease_id for lease in leases],
-                        revoked_grants=sorted(grants))  # fmt: skip
+                        revoked_leases=leases, revoked_grants=grants,
+                        fenced_generations=sorted(int(r[1]) for r in fenced))  # fmt: skip
             return FenceResult(
                 node=node,
                 previous_generation=expect_generation,
                 generation=new_generation,
-                revoked_leases=[lease.lease_id for lease in leases],
-                revoked_grants=sorted(grants),
+                revoked_leases=leases,
+                revoked_grants=grants,
             )
 
         return self._write(body)
+
+    @staticmethod
+    def _fence_statements(
+        tx: Tx, now: int, node: str, expect: int, reason: str
+    ) -> tuple[Row | None, list[Row], list[int]]:
+        """The fence as plain statements (SQLite: BEGIN IMMEDIATE already serializes)."""
+        # The conditional UPDATE is the compare-and-swap.
+        row = tx.one(
+            "UPDATE agent_node SET generation = generation + 1 "
+            "WHERE name = ? AND generation = ? RETURNING generation",
+            (node, expect),
+        )
+        if row is None:
+            return None, [], []
+        fenced = tx.all(
+            "UPDATE body_lease SET state = 'FENCED', ended_at = ?, end_reason = ? "
+            "WHERE node = ? AND state = 'LIVE' RETURNING lease_id, generation",
+            (now, reason, node),
+        )
+        grants = tx.all(
+            "UPDATE capability_grant SET state = 'REVOKED', revoked_at = ? "
+            "WHERE node = ? AND state = 'LIVE' AND generation <= ? RETURNING grant_id",
+            (now, node, expect),
+        )
+        return row, fenced, sorted(int(r[0]) for r in grants)
+
+    @staticmethod
+    def _fence_statement_pg(
+        tx: Tx, now: int, node: str, expect: int, reason: str
+    ) -> tuple[Row | None, list[Row], list[int]]:
+        """The same fence as one PostgreSQL statement (data-modifying CTEs): one round trip.
+
+        The first CTE is the compare-and-swap and takes the node's row lock; the others only
+        act when it matched, so a lost CAS changes nothing.
+        """
+        row = tx.one(
+            "WITH bumped AS ("
+            " UPDATE agent_node SET generation = generation + 1"
+            " WHERE name = ? AND generation = ? RETURNING name, generation),"
+            " fenced AS ("
+            " UPDATE body_lease SET state = 'FENCED', ended_at = ?, end_reason = ?"
+            " WHERE node IN (SELECT name FROM bumped) AND state = 'LIVE'"
+            " RETURNING lease_id, generation),"
+            " grants AS ("
+            " UPDATE capability_grant SET state = 'REVOKED', revoked_at = ?"
+            " WHERE node IN (SELECT name FROM bumped) AND state = 'LIVE' AND generation <= ?"
+            " RETURNING grant_id)"
+            " SELECT b.generation,"
+            " (SELECT coalesce(array_agg(lease_id ORDER BY lease_id), '{}') FROM fenced),"
+            " (SELECT coalesce(array_agg(generation ORDER BY lease_id), '{}') FROM fenced),"
+            " (SELECT coalesce(array_agg(grant_id ORDER BY grant_id), '{}') FROM grants)"
+            " FROM bumped b",
+            (node, expect, now, reason, now, expect),
+        )
+        if row is None:
+            return None, [], []
+        fenced: list[Row] = [(int(a), int(b)) for a, b in zip(row[1], row[2], strict=True)]
+        return (row[0],), fenced, [int(g) for g in row[3]]
 
     def renew_lease(
         self, node: str, *, generation: int, ttl: timedelta = DEFAULT_LEASE_TTL
@@ -767,11 +855,14 @@ class Ledger:
 
         def body(tx: Tx, now: int) -> Grant:
             self._guard(tx, now, node, generation, f"grant {capability}")
-            if tx.one(
-                "SELECT 1 FROM capability_grant WHERE node = ? AND generation = ? "
-                "AND capability = ?",
-                (node, generation, capability),
-            ) is not None:
+            if (
+                tx.one(
+                    "SELECT 1 FROM capability_grant WHERE node = ? AND generation = ? "
+                    "AND capability = ?",
+                    (node, generation, capability),
+                )
+                is not None
+            ):
                 raise Conflict(f"{capability!r} was already granted to generation {generation}")
             row = tx.one(
                 "INSERT INTO capability_grant (node, generation, capability, state, issued_at) "
@@ -1067,7 +1158,9 @@ class Ledger:
             if state is not None:
                 sql += " AND state = ?"
                 params.append(state.value)
-            return [self._effect(r) for r in tx.all(sql + " ORDER BY created_at, effect_id", params)]
+            return [
+                self._effect(r) for r in tx.all(sql + " ORDER BY created_at, effect_id", params)
+            ]
 
         return self._read(body)
 
@@ -1188,7 +1281,8 @@ class Ledger:
                 self._lock_node(tx, node)
             row = tx.one(
                 "SELECT halt_id, node, by, why, at, lifted_at, lifted_by FROM halt "
-                "WHERE lifted_at IS NULL AND (node = ? OR (node IS NULL AND CAST(? AS TEXT) IS NULL))",
+                "WHERE lifted_at IS NULL "
+                "AND (node = ? OR (node IS NULL AND CAST(? AS TEXT) IS NULL))",
                 (node, node),
             )
             if row is not None:
@@ -1215,7 +1309,8 @@ class Ledger:
             self.backend.lock_gate(tx, exclusive=True)
             rows = tx.all(
                 "UPDATE halt SET lifted_at = ?, lifted_by = ? "
-                "WHERE lifted_at IS NULL AND (node = ? OR (node IS NULL AND CAST(? AS TEXT) IS NULL)) "
+                "WHERE lifted_at IS NULL "
+                "AND (node = ? OR (node IS NULL AND CAST(? AS TEXT) IS NULL)) "
                 "RETURNING halt_id, node, by, why, at, lifted_at, lifted_by",
                 (now, by, node, node),
             )
@@ -1239,6 +1334,56 @@ class Ledger:
                 )
             ]
         )
+
+    # ----------------------------------------------------------------------------------------
+    # capsule acceptance (signature-receipt replay protection)
+
+    def accept_capsule(
+        self, node: str, *, generation: int, sequence: int, digest: str, key_id: str
+    ) -> bool:
+        """Record that a verified capsule of ``node`` was accepted; refuse a replay.
+
+        Capsules are ordered by (generation, sequence). Accepting one older than the newest
+        already accepted for the node is a :class:`Conflict`; accepting the very same digest
+        again is idempotent (returns False); a newer one raises the high-water mark (True).
+        Call it only after every other check has passed.
+        """
+        validate_name(node, "node")
+        validate_free_text(key_id, "key id", 256)
+        if generation < 1 or sequence < 0:
+            raise BadInput("capsule: generation must be >= 1 and sequence >= 0")
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise BadInput("capsule: digest must be 64 lower-case hex characters", field="digest")
+
+        def body(tx: Tx, now: int) -> bool:
+            self._lock_node(tx, node)
+            top = tx.one(
+                "SELECT generation, sequence, digest FROM accepted_capsule WHERE node = ? "
+                "ORDER BY generation DESC, sequence DESC LIMIT 1",
+                (node,),
+            )
+            if top is not None:
+                mark = (int(top[0]), int(top[1]))
+                if (generation, sequence) == mark and top[2] == digest:
+                    return False
+                if (generation, sequence) <= mark:
+                    raise Conflict(
+                        f"capsule replay refused: {node} already accepted generation {mark[0]} "
+                        f"sequence {mark[1]}; this one is generation {generation} sequence "
+                        f"{sequence}",
+                        node=node, accepted_generation=mark[0], accepted_sequence=mark[1],
+                    )  # fmt: skip
+            tx.run(
+                "INSERT INTO accepted_capsule (node, generation, sequence, digest, key_id, "
+                "accepted_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (node, generation, sequence, digest, key_id, now),
+            )
+            self._event(tx, now, node=node, kind="capsule.accepted", generation=generation,
+                        actor="verifier", sequence=sequence, digest=digest,
+                        key_id=key_id)  # fmt: skip
+            return True
+
+        return self._write(body)
 
     # ----------------------------------------------------------------------------------------
     # history

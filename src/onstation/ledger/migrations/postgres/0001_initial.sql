@@ -44,20 +44,17 @@ CREATE TABLE body_lease (
     expires_at   BIGINT NOT NULL,
     ended_at     BIGINT,
     end_reason   TEXT,
+    episode_id   BIGINT REFERENCES work_episode(episode_id),
     UNIQUE (node, generation)
 );
 CREATE UNIQUE INDEX body_lease_one_live ON body_lease(node) WHERE state = 'LIVE';
 
-CREATE TABLE agent_run (
-    run_id      BIGSERIAL PRIMARY KEY,
-    node        TEXT NOT NULL REFERENCES agent_node(name),
-    generation  BIGINT NOT NULL,
-    lease_id    BIGINT NOT NULL UNIQUE REFERENCES body_lease(lease_id),
-    episode_id  BIGINT REFERENCES work_episode(episode_id),
-    started_at  BIGINT NOT NULL,
-    ended_at    BIGINT,
-    outcome     TEXT
-);
+-- An AgentRun is one execution attempt: exactly the run of one admitted body. It is read
+-- from the lease that admitted it, so admission and fencing write one row, not two.
+CREATE VIEW agent_run AS
+SELECT lease_id AS run_id, node, generation, lease_id, episode_id, acquired_at AS started_at,
+       ended_at, CASE WHEN state = 'LIVE' THEN NULL ELSE lower(state) END AS outcome
+FROM body_lease;
 
 CREATE TABLE capability_grant (
     grant_id    BIGSERIAL PRIMARY KEY,

@@ -1,5 +1,7 @@
 -- onstation ledger, SQLite schema version 1.
 -- Times are INTEGER microseconds since the Unix epoch, UTC, from the ledger's clock.
+-- Ids are rowids without AUTOINCREMENT: rows are never deleted, so each new id is the
+-- largest so far plus one, and no sqlite_sequence row is rewritten on every insert.
 
 CREATE TABLE agent_node (
     name            TEXT PRIMARY KEY,
@@ -19,7 +21,7 @@ CREATE TABLE actor (
 );
 
 CREATE TABLE work_episode (
-    episode_id  INTEGER PRIMARY KEY AUTOINCREMENT,
+    episode_id  INTEGER PRIMARY KEY,
     node        TEXT NOT NULL REFERENCES agent_node(name),
     objective   TEXT NOT NULL,
     state       TEXT NOT NULL CHECK (state IN ('OPEN', 'SETTLED')),
@@ -29,7 +31,7 @@ CREATE TABLE work_episode (
 CREATE UNIQUE INDEX work_episode_one_open ON work_episode(node) WHERE state = 'OPEN';
 
 CREATE TABLE body_lease (
-    lease_id     INTEGER PRIMARY KEY AUTOINCREMENT,
+    lease_id     INTEGER PRIMARY KEY,
     node         TEXT NOT NULL REFERENCES agent_node(name),
     generation   INTEGER NOT NULL,
     state        TEXT NOT NULL CHECK (state IN ('LIVE', 'RELEASED', 'EXPIRED', 'FENCED')),
@@ -39,24 +41,21 @@ CREATE TABLE body_lease (
     expires_at   INTEGER NOT NULL,
     ended_at     INTEGER,
     end_reason   TEXT,
+    episode_id   INTEGER REFERENCES work_episode(episode_id),
     UNIQUE (node, generation)
 );
 -- Backstop for the rule the code enforces: never two live bodies for one identity.
 CREATE UNIQUE INDEX body_lease_one_live ON body_lease(node) WHERE state = 'LIVE';
 
-CREATE TABLE agent_run (
-    run_id      INTEGER PRIMARY KEY AUTOINCREMENT,
-    node        TEXT NOT NULL REFERENCES agent_node(name),
-    generation  INTEGER NOT NULL,
-    lease_id    INTEGER NOT NULL UNIQUE REFERENCES body_lease(lease_id),
-    episode_id  INTEGER REFERENCES work_episode(episode_id),
-    started_at  INTEGER NOT NULL,
-    ended_at    INTEGER,
-    outcome     TEXT
-);
+-- An AgentRun is one execution attempt: exactly the run of one admitted body. It is read
+-- from the lease that admitted it, so admission and fencing write one row, not two.
+CREATE VIEW agent_run AS
+SELECT lease_id AS run_id, node, generation, lease_id, episode_id, acquired_at AS started_at,
+       ended_at, CASE WHEN state = 'LIVE' THEN NULL ELSE lower(state) END AS outcome
+FROM body_lease;
 
 CREATE TABLE capability_grant (
-    grant_id    INTEGER PRIMARY KEY AUTOINCREMENT,
+    grant_id    INTEGER PRIMARY KEY,
     node        TEXT NOT NULL REFERENCES agent_node(name),
     generation  INTEGER NOT NULL,
     capability  TEXT NOT NULL,
@@ -67,7 +66,7 @@ CREATE TABLE capability_grant (
 );
 
 CREATE TABLE denial (
-    denial_id             INTEGER PRIMARY KEY AUTOINCREMENT,
+    denial_id             INTEGER PRIMARY KEY,
     node                  TEXT NOT NULL REFERENCES agent_node(name),
     presented_generation  INTEGER NOT NULL,
     current_generation    INTEGER NOT NULL,
@@ -98,7 +97,7 @@ CREATE TABLE effect (
 CREATE INDEX effect_by_node ON effect(node, generation);
 
 CREATE TABLE respawn (
-    respawn_id  INTEGER PRIMARY KEY AUTOINCREMENT,
+    respawn_id  INTEGER PRIMARY KEY,
     node        TEXT NOT NULL REFERENCES agent_node(name),
     at          INTEGER NOT NULL,
     by          TEXT NOT NULL
@@ -106,7 +105,7 @@ CREATE TABLE respawn (
 CREATE INDEX respawn_by_node ON respawn(node, at);
 
 CREATE TABLE halt (
-    halt_id    INTEGER PRIMARY KEY AUTOINCREMENT,
+    halt_id    INTEGER PRIMARY KEY,
     node       TEXT,
     by         TEXT NOT NULL,
     why        TEXT NOT NULL,
@@ -116,7 +115,7 @@ CREATE TABLE halt (
 );
 
 CREATE TABLE event (
-    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq         INTEGER PRIMARY KEY,
     node        TEXT,
     kind        TEXT NOT NULL,
     generation  INTEGER,

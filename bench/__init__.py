@@ -1,0 +1,1 @@
+"""Benchmarks: each ``bench_*.py`` prints figures and ratios against a named baseline."""

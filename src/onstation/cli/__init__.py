@@ -1,0 +1,1 @@
+"""The command line: the operator's and the scripts' surface over the ledger and the plan."""

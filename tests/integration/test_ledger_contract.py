@@ -1,0 +1,437 @@
+"""The ledger contract: one suite, run against every backend (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+
+from conftest import FakeClock
+from onstation.core.effects import EffectState
+from onstation.core.errors import BadInput, BlockedByPolicy, Conflict, StaleGeneration
+from onstation.core.governor import RespawnPolicy
+from onstation.core.leases import LeaseState
+from onstation.ledger import Ledger
+
+PUSH = {"operation": "git.push", "destination": "git@example.com:o/r.git"}
+
+
+def _born(ledger: Ledger, name: str = "exec-1") -> int:
+    ledger.register_node(name, role="executor", spawner="lead")
+    return ledger.acquire_lease(name, holder="body-1").generation
+
+
+# -- identities -------------------------------------------------------------------------------
+
+
+def test_register_starts_at_generation_one_and_records_history(ledger: Ledger) -> None:
+    node = ledger.register_node("coord-a", role="coordinator", spawner="pd")
+    assert (node.node, node.generation, node.role, node.spawner) == (
+        "coord-a",
+        1,
+        "coordinator",
+        "pd",
+    )
+    assert [e.kind for e in ledger.history("coord-a")] == ["node.registered"]
+
+
+def test_register_twice_is_a_conflict(ledger: Ledger) -> None:
+    ledger.register_node("a")
+    with pytest.raises(Conflict):
+        ledger.register_node("a")
+
+
+@pytest.mark.parametrize("bad", ["", "../x", "a/b", "-rf", "x" * 129, "a\x00b", "naïve", ".."])
+def test_unsafe_names_are_bad_input(ledger: Ledger, bad: str) -> None:
+    with pytest.raises(BadInput):
+        ledger.register_node(bad)
+    assert ledger.list_nodes() == []
+
+
+def test_unknown_node_is_bad_input(ledger: Ledger) -> None:
+    with pytest.raises(BadInput, match="no such node"):
+        ledger.get_node("ghost")
+    with pytest.raises(BadInput):
+        ledger.acquire_lease("ghost")
+
+
+def test_actors_and_episodes(ledger: Ledger) -> None:
+    ledger.register_node("coord")
+    actor = ledger.add_actor("coord-auth", node="coord")
+    assert actor.node == "coord"
+    with pytest.raises(Conflict):
+        ledger.add_actor("coord-auth")
+    ep = ledger.open_episode("coord", "ship the login page")
+    with pytest.raises(Conflict):
+        ledger.open_episode("coord", "a second one")
+    lease = ledger.acquire_lease("coord")
+    runs = ledger.runs("coord")
+    assert [(r.generation, r.lease_id, r.episode_id) for r in runs] == [
+        (1, lease.lease_id, ep.episode_id)
+    ]
+    settled = ledger.settle_episode("coord")
+    assert settled.state == "SETTLED"
+    assert [e.state for e in ledger.episodes("coord")] == ["SETTLED"]
+
+
+# -- leases and fencing -----------------------------------------------------------------------
+
+
+def test_one_lease_per_generation(ledger: Ledger) -> None:
+    _born(ledger)
+    with pytest.raises(Conflict, match="live body"):
+        ledger.acquire_lease("exec-1")
+    ledger.release_lease("exec-1", generation=1)
+    with pytest.raises(Conflict, match="fence it"):
+        ledger.acquire_lease("exec-1")
+    ledger.fence("exec-1", expect_generation=1)
+    assert ledger.acquire_lease("exec-1").generation == 2
+
+
+def test_fence_is_a_compare_and_swap(ledger: Ledger) -> None:
+    _born(ledger)
+    result = ledger.fence("exec-1", expect_generation=1, reason="relief")
+    assert (result.previous_generation, result.generation) == (1, 2)
+    assert len(result.revoked_leases) == 1
+    with pytest.raises(Conflict, match="generation is 2, not 1"):
+        ledger.fence("exec-1", expect_generation=1)
+    assert ledger.get_node("exec-1").generation == 2
+    leases = ledger.leases("exec-1")
+    assert [(ls.generation, ls.state) for ls in leases] == [(1, LeaseState.FENCED)]
+
+
+def test_acquire_with_expected_generation(ledger: Ledger) -> None:
+    ledger.register_node("n")
+    with pytest.raises(Conflict):
+        ledger.acquire_lease("n", expect_generation=2)
+    assert ledger.acquire_lease("n", expect_generation=1).generation == 1
+
+
+def test_fence_revokes_grants_of_older_generations(ledger: Ledger) -> None:
+    _born(ledger)
+    grant = ledger.issue_grant("exec-1", generation=1, capability="tool:Bash")
+    result = ledger.fence("exec-1", expect_generation=1)
+    assert result.revoked_grants == [grant.grant_id]
+    assert [g.state for g in ledger.grants("exec-1")] == ["REVOKED"]
+    with pytest.raises(StaleGeneration):
+        ledger.issue_grant("exec-1", generation=1, capability="tool:Edit")
+
+
+def test_stale_write_is_denied_and_the_denial_is_durable(
+    ledger: Ledger, make_ledger: Callable[..., Ledger]
+) -> None:
+    _born(ledger)
+    ledger.fence("exec-1", expect_generation=1)
+    with pytest.raises(StaleGeneration) as info:
+        ledger.guard("exec-1", generation=1, action="git push")
+    assert info.value.details["current_generation"] == 2
+    # A second connection (another process, a restarted controller) sees the receipt.
+    other = make_ledger()
+    denials = other.denials("exec-1")
+    assert [
+        (d.presented_generation, d.current_generation, d.action, d.reason) for d in denials
+    ] == [(1, 2, "git push", "stale generation")]
+    assert other.history("exec-1")[-1].kind == "write.denied"
+
+
+def test_future_generation_and_missing_lease_are_denied(ledger: Ledger) -> None:
+    ledger.register_node("n")
+    with pytest.raises(StaleGeneration, match="no live lease"):
+        ledger.guard("n", generation=1)
+    with pytest.raises(StaleGeneration, match="not yet issued"):
+        ledger.guard("n", generation=7)
+    assert [d.reason for d in ledger.denials("n")] == ["no live lease", "generation not yet issued"]
+
+
+def test_lease_expiry_is_judged_on_the_ledger_clock(ledger: Ledger, clock: FakeClock) -> None:
+    ledger.register_node("n")
+    ledger.acquire_lease("n", ttl=timedelta(seconds=60))
+    clock.advance(seconds=30)
+    ledger.renew_lease("n", generation=1, ttl=timedelta(seconds=60))
+    clock.advance(seconds=59)
+    assert ledger.guard("n", generation=1).state is LeaseState.LIVE
+    clock.advance(seconds=2)
+    with pytest.raises(StaleGeneration, match="lease expired"):
+        ledger.guard("n", generation=1)
+    assert ledger.leases("n")[0].state is LeaseState.EXPIRED
+    assert ledger.live_lease("n") is None
+
+
+def test_released_lease_cannot_act(ledger: Ledger) -> None:
+    _born(ledger)
+    ledger.release_lease("exec-1", generation=1)
+    with pytest.raises(StaleGeneration, match="released"):
+        ledger.renew_lease("exec-1", generation=1)
+
+
+# -- effects ----------------------------------------------------------------------------------
+
+
+def test_effect_full_lifecycle(ledger: Ledger) -> None:
+    gen = _born(ledger)
+    effect, created = ledger.intend_effect(
+        "exec-1", generation=gen, arguments={"ref": "main", "commit": "abc"}, **PUSH
+    )
+    assert created and effect.state is EffectState.INTENDED
+    assert ledger.dispatch_effect(effect.effect_id, generation=gen).state is EffectState.DISPATCHED
+    observed = ledger.observe_effect(effect.effect_id, generation=gen, result={"ok": True})
+    assert observed.state is EffectState.OBSERVED and observed.result == {"ok": True}
+    assert ledger.commit_effect(effect.effect_id, generation=gen).state is EffectState.COMMITTED
+    kinds = [e.kind for e in ledger.history("exec-1") if e.kind.startswith("effect.")]
+    assert kinds == ["effect.intended", "effect.dispatched", "effect.observed", "effect.committed"]
+
+
+def test_fingerprint_is_recomputed_not_taken_from_the_caller(ledger: Ledger) -> None:
+    gen = _born(ledger)
+    first, created = ledger.intend_effect(
+        "exec-1", generation=gen, arguments='{"ref": "main", "commit": "abc"}',
+        caller_ref="random-1", **PUSH,
+    )  # fmt: skip
+    again, created_again = ledger.intend_effect(
+        "exec-1",
+        generation=gen,
+        operation="GIT.PUSH",
+        destination="ssh://git@EXAMPLE.com:22/o/r/",
+        arguments='{ "commit":"abc",   "ref":"main" }',
+        caller_ref="random-2",
+    )
+    assert created and not created_again
+    assert again.effect_id == first.effect_id and again.fingerprint == first.fingerprint
+    ledger.dispatch_effect(first.effect_id, generation=gen)
+    with pytest.raises(Conflict, match="already dispatched"):
+        ledger.intend_effect(
+            "exec-1", generation=gen, arguments={"commit": "abc", "ref": "main"},
+            caller_ref="random-3", **PUSH,
+        )  # fmt: skip
+    assert len(ledger.effects("exec-1")) == 1
+
+
+def test_approval_slot_and_arguments_make_distinct_effects(ledger: Ledger) -> None:
+    gen = _born(ledger)
+    a, _ = ledger.intend_effect("exec-1", generation=gen, arguments={"commit": "a"}, **PUSH)
+    b, _ = ledger.intend_effect("exec-1", generation=gen, arguments={"commit": "b"}, **PUSH)
+    c, _ = ledger.intend_effect(
+        "exec-1", generation=gen, arguments={"commit": "a"}, approval_slot="second", **PUSH
+    )
+    assert len({a.effect_id, b.effect_id, c.effect_id}) == 3
+
+
+def test_stale_generation_cannot_touch_effects(ledger: Ledger) -> None:
+    gen = _born(ledger)
+    effect, _ = ledger.intend_effect("exec-1", generation=gen, arguments={}, **PUSH)
+    ledger.fence("exec-1", expect_generation=gen)
+    for attempt in (
+        lambda: ledger.dispatch_effect(effect.effect_id, generation=gen),
+        lambda: ledger.intend_effect("exec-1", generation=gen, arguments={"x": 1}, **PUSH),
+    ):
+        with pytest.raises(StaleGeneration):
+            attempt()
+    assert ledger.get_effect(effect.effect_id).state is EffectState.INTENDED
+    assert len(ledger.denials("exec-1")) == 2
+
+
+def test_reconcile_settles_fenced_generations(ledger: Ledger) -> None:
+    gen = _born(ledger)
+    make = lambda commit: ledger.intend_effect(  # noqa: E731
+        "exec-1", generation=gen, arguments={"commit": commit}, **PUSH
+    )[0]
+    intended, dispatched, observed, committed = make("a"), make("b"), make("c"), make("d")
+    for e in (dispatched, observed, committed):
+        ledger.dispatch_effect(e.effect_id, generation=gen)
+    for e in (observed, committed):
+        ledger.observe_effect(e.effect_id, generation=gen, result={"ok": True})
+    ledger.commit_effect(committed.effect_id, generation=gen)
+
+    before = ledger.reconcile("exec-1")
+    assert before.ambiguous == [] and before.committed == []  # the live generation is untouched
+
+    ledger.fence("exec-1", expect_generation=gen)
+    report = ledger.reconcile("exec-1")
+    assert report.ambiguous == [dispatched.effect_id]
+    assert report.failed_before_dispatch == [intended.effect_id]
+    assert report.committed == [observed.effect_id]
+    assert report.unresolved_ambiguous == [dispatched.effect_id]
+    states = {e.effect_id: e.state for e in ledger.effects("exec-1")}
+    assert states[committed.effect_id] is EffectState.COMMITTED
+    assert ledger.reconcile("exec-1").ambiguous == []  # idempotent
+
+
+def test_ambiguous_is_never_retried_only_an_operator_leaves_it(ledger: Ledger) -> None:
+    gen = _born(ledger)
+    effect, _ = ledger.intend_effect("exec-1", generation=gen, arguments={"c": 1}, **PUSH)
+    ledger.dispatch_effect(effect.effect_id, generation=gen)
+    ledger.fence("exec-1", expect_generation=gen)
+    ledger.reconcile("exec-1")
+    successor = ledger.acquire_lease("exec-1").generation
+    with pytest.raises(Conflict, match="AMBIGUOUS"):
+        ledger.intend_effect("exec-1", generation=successor, arguments={"c": 1}, **PUSH)
+    with pytest.raises(Conflict):
+        ledger.dispatch_effect(effect.effect_id, generation=successor)
+    ledger.resolve_effect(effect.effect_id, outcome="compensated", by="op", why="reverted")
+    with pytest.raises(Conflict, match="only an AMBIGUOUS"):
+        ledger.resolve_effect(effect.effect_id, outcome="observed", by="op", why="again")
+    resolved = ledger.get_effect(effect.effect_id)
+    assert resolved.state is EffectState.COMPENSATED
+    assert resolved.resolved_by == "op" and resolved.resolution == "compensated: reverted"
+    # Compensated: the world is as before, so the same logical effect may be intended anew.
+    again, created = ledger.intend_effect(
+        "exec-1", generation=successor, arguments={"c": 1}, **PUSH
+    )
+    assert not created and again.state is EffectState.INTENDED and again.generation == successor
+
+
+def test_resolve_observed_commits(ledger: Ledger) -> None:
+    gen = _born(ledger)
+    effect, _ = ledger.intend_effect("exec-1", generation=gen, arguments={}, **PUSH)
+    ledger.dispatch_effect(effect.effect_id, generation=gen)
+    ledger.fence("exec-1", expect_generation=gen)
+    ledger.reconcile("exec-1")
+    done = ledger.resolve_effect(effect.effect_id, outcome="observed", by="ops", why="on remote")
+    assert done.state is EffectState.COMMITTED
+    with pytest.raises(BadInput):
+        ledger.resolve_effect(effect.effect_id, outcome="retry", by="ops", why="no")
+
+
+def test_intended_effect_of_a_fenced_generation_can_be_intended_again(ledger: Ledger) -> None:
+    gen = _born(ledger)
+    effect, _ = ledger.intend_effect("exec-1", generation=gen, arguments={}, **PUSH)
+    ledger.fence("exec-1", expect_generation=gen)
+    successor = ledger.acquire_lease("exec-1").generation
+    again, created = ledger.intend_effect("exec-1", generation=successor, arguments={}, **PUSH)
+    assert not created and again.effect_id == effect.effect_id and again.generation == successor
+    assert (
+        ledger.dispatch_effect(again.effect_id, generation=successor).state
+        is EffectState.DISPATCHED
+    )
+
+
+def test_invalid_transitions_are_conflicts(ledger: Ledger) -> None:
+    gen = _born(ledger)
+    effect, _ = ledger.intend_effect("exec-1", generation=gen, arguments={}, **PUSH)
+    with pytest.raises(Conflict):
+        ledger.commit_effect(effect.effect_id, generation=gen)
+    with pytest.raises(Conflict):
+        ledger.observe_effect(effect.effect_id, generation=gen)
+    assert ledger.fail_effect(effect.effect_id, generation=gen, reason="cancelled").state is (
+        EffectState.FAILED_BEFORE_DISPATCH
+    )
+    with pytest.raises(Conflict):
+        ledger.dispatch_effect(effect.effect_id, generation=gen)
+
+
+@pytest.mark.parametrize(
+    "args",
+    ['{"a": 1, "a": 2}', '{"a": NaN}', "[1, 2", '{"n": 99999999999999999999}', "Infinity"],
+)
+def test_bad_effect_arguments_change_nothing(ledger: Ledger, args: str) -> None:
+    gen = _born(ledger)
+    before = len(ledger.history("exec-1"))
+    with pytest.raises(BadInput):
+        ledger.intend_effect("exec-1", generation=gen, arguments=args, **PUSH)
+    assert len(ledger.history("exec-1")) == before and ledger.effects("exec-1") == []
+
+
+# -- halt gate --------------------------------------------------------------------------------
+
+
+def test_halt_blocks_admission_and_new_effects_until_lifted(ledger: Ledger) -> None:
+    gen = _born(ledger)
+    effect, _ = ledger.intend_effect("exec-1", generation=gen, arguments={}, **PUSH)
+    halt = ledger.halt(by="alice", why="incident 42")
+    assert ledger.halt(by="bob", why="again").halt_id == halt.halt_id  # idempotent per scope
+    with pytest.raises(BlockedByPolicy, match="incident 42"):
+        ledger.intend_effect("exec-1", generation=gen, arguments={"x": 1}, **PUSH)
+    with pytest.raises(BlockedByPolicy):
+        ledger.dispatch_effect(effect.effect_id, generation=gen)
+    ledger.fence("exec-1", expect_generation=gen)  # fencing is always allowed
+    with pytest.raises(BlockedByPolicy):
+        ledger.acquire_lease("exec-1")
+    assert [h.why for h in ledger.halts()] == ["incident 42"]
+    assert len(ledger.unhalt(by="alice")) == 1
+    assert ledger.acquire_lease("exec-1").generation == 2
+
+
+def test_halt_of_one_node_leaves_others_alone(ledger: Ledger) -> None:
+    ledger.register_node("a")
+    ledger.register_node("b")
+    ledger.halt(node="a", by="ops", why="looping")
+    with pytest.raises(BlockedByPolicy):
+        ledger.acquire_lease("a")
+    assert ledger.acquire_lease("b").generation == 1
+    assert ledger.unhalt(by="ops") == []  # no global halt in force
+    assert len(ledger.unhalt(node="a", by="ops")) == 1
+    assert ledger.acquire_lease("a").generation == 1
+
+
+# -- respawn governor and breaker -------------------------------------------------------------
+
+
+def test_respawn_governor_counts_atomically_and_reopens(ledger: Ledger, clock: FakeClock) -> None:
+    ledger.register_node("coord")
+    for expected in (1, 2, 3):
+        assert ledger.request_respawn("coord").count_in_window == expected
+        clock.advance(hours=1)
+    with pytest.raises(BlockedByPolicy) as info:
+        ledger.request_respawn("coord")
+    first = clock.now - timedelta(hours=3)
+    assert info.value.details["reopens_at"] == (first + timedelta(hours=24)).isoformat().replace(
+        "+00:00", "Z"
+    )
+    status = ledger.respawn_status("coord")
+    assert (status.allowed, status.count_in_window) == (False, 3)
+    clock.now = first + timedelta(hours=24)
+    assert ledger.request_respawn("coord").count_in_window == 3  # the first left the window
+    assert [e.kind for e in ledger.history("coord")].count("respawn.blocked") == 1
+
+
+def test_respawn_policy_is_configurable(
+    make_ledger: Callable[..., Ledger], clock: FakeClock
+) -> None:
+    ledger = make_ledger(
+        clock=clock, respawn_policy=RespawnPolicy(limit=1, window=timedelta(hours=1))
+    )
+    ledger.register_node("x")
+    ledger.request_respawn("x")
+    with pytest.raises(BlockedByPolicy):
+        ledger.request_respawn("x")
+    clock.advance(hours=1, seconds=1)
+    ledger.request_respawn("x")
+
+
+def test_breaker_survives_a_restart_until_closed(
+    ledger: Ledger, make_ledger: Callable[..., Ledger]
+) -> None:
+    ledger.register_node("coord")
+    ledger.open_breaker("coord", by="ops", why="crash loop")
+    ledger.close()
+    restarted = make_ledger()
+    assert restarted.get_node("coord").breaker_open
+    with pytest.raises(BlockedByPolicy, match="breaker open"):
+        restarted.request_respawn("coord")
+    restarted.close_breaker("coord", by="ops")
+    assert restarted.request_respawn("coord").allowed
+
+
+# -- history, capsules ------------------------------------------------------------------------
+
+
+def test_history_is_append_only(ledger: Ledger) -> None:
+    ledger.register_node("n")
+    with pytest.raises(Exception, match="append-only"), ledger.backend.write() as tx:
+        tx.run("UPDATE event SET kind = 'forged'")
+    with pytest.raises(Exception, match="append-only"), ledger.backend.write() as tx:
+        tx.run("DELETE FROM event")
+    assert [e.kind for e in ledger.history("n")] == ["node.registered"]
+
+
+def test_capsule_acceptance_refuses_replay(ledger: Ledger) -> None:
+    ledger.register_node("n")
+    d1, d2 = "a" * 64, "b" * 64
+    assert ledger.accept_capsule("n", generation=2, sequence=1, digest=d1, key_id="k")
+    assert not ledger.accept_capsule("n", generation=2, sequence=1, digest=d1, key_id="k")
+    with pytest.raises(Conflict, match="replay"):
+        ledger.accept_capsule("n", generation=2, sequence=1, digest=d2, key_id="k")
+    with pytest.raises(Conflict, match="replay"):
+        ledger.accept_capsule("n", generation=1, sequence=9, digest=d2, key_id="k")
+    assert ledger.accept_capsule("n", generation=3, sequence=0, digest=d2, key_id="k")
