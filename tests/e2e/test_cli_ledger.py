@@ -68,6 +68,7 @@ BAD_INPUTS: list[list[str]] = [
     ["node", "list", "--db", "mysql://nope"],
     ["actor", "add", "a b"],
     ["actor", "add", "office", "--node", "ghost"],
+    ["actor", "list", "--db", "ftp://host/x"],
     ["episode", "open", "ghost", "--objective", "x"],
     ["episode", "open", "x", "--objective", ""],
     ["episode", "settle", ".."],
@@ -126,6 +127,7 @@ BAD_INPUTS: list[list[str]] = [
     ["history", "x", "--limit", "0"],
     ["history", "ghost"],
     ["db", "status", "--db", "sqlite:"],
+    ["db", "migrate", "--db", "redis://localhost"],
     ["demo", "--db", "ftp://x"],
     ["no-such-command"],
 ]
