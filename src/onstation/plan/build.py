@@ -1,0 +1,365 @@
+"""Building a capsule payload from artifacts: the ledger, git, and agent-supplied parts.
+
+Nothing is invented: what the ledger and git can prove becomes cited facts; what the agent
+supplies (``--facts FILE``) is carried with the trust class it declares and checked against
+the schema; every part nobody supplied is listed under ``omissions``. Transcript text is
+bounded, stripped of invisible characters and marked untrusted evidence. Credentials in a
+remote URL are removed before they can reach a capsule.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from onstation.core.canonical import digest
+from onstation.core.effects import EffectState
+from onstation.core.errors import BadInput
+from onstation.ledger import Ledger
+from onstation.plan.capsule import unsealed
+from onstation.plan.incident import iso
+from onstation.plan.schemas import schema_violations
+
+MAX_TAIL = 20
+MAX_TAIL_TEXT = 4000
+DEFAULT_REQUIRED_FACTS = ("repository.head", "repository.tree", "objective", "effects.reconciled")
+GIT_TIMEOUT = 30
+
+AGENT_PARTS = frozenset(
+    {
+        "objective",
+        "nonGoals",
+        "planFrontier",
+        "artifacts",
+        "requiredFacts",
+        "facts",
+        "unsupportedClaims",
+        "decisions",
+        "toolPairs",
+        "tests",
+        "transcript",
+        "capabilityRequirements",
+        "capacityState",
+        "memoryDisposition",
+        "subject",
+    }
+)
+_SUBJECT_PARTS = frozenset({"principal", "workIntent", "planRevision", "episode"})
+# Zero-width, bidirectional controls and other format characters hide text from a reader.
+_INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
+
+
+@dataclass
+class GitEvidence:
+    """What git says about the work tree."""
+
+    repository: dict[str, Any]
+    artifacts: list[dict[str, Any]] = field(default_factory=list)
+    facts: list[dict[str, Any]] = field(default_factory=list)
+    omissions: list[dict[str, str]] = field(default_factory=list)
+
+
+def _git(repo: Path, *args: str) -> str | None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update({"GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat", "LC_ALL": "C"})
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(repo), *args],
+            capture_output=True,
+            timeout=GIT_TIMEOUT,
+            env=env,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    return done.stdout.decode("utf-8", "replace")
+
+
+def scrub_remote(url: str) -> str:
+    """A remote URL without any password or token in it."""
+    if "://" not in url:
+        return url
+    parts = urlsplit(url)
+    if parts.password is None and not (parts.username and parts.scheme.startswith("http")):
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+
+
+def git_evidence(repo: Path, base: str | None) -> GitEvidence:
+    """Remote, base, head, tree and diff of ``repo`` (omissions for what is missing)."""
+    if _git(repo, "rev-parse", "--is-inside-work-tree") is None:
+        return GitEvidence(
+            {"remote": None, "base": None, "head": None, "tree": None, "diff": None, "dirty": None},
+            omissions=[{"part": "repository", "reason": f"{repo} is not a git work tree"}],
+        )
+    ev = GitEvidence({})
+    remotes = (_git(repo, "remote") or "").split()
+    remote = None
+    if remotes:
+        name = "origin" if "origin" in remotes else remotes[0]
+        got = _git(repo, "remote", "get-url", name)
+        remote = scrub_remote(got.strip()) if got else None
+    if remote is None:
+        ev.omissions.append({"part": "repository.remote", "reason": "no git remote configured"})
+    head = (_git(repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}") or "").strip() or None
+    tree = (_git(repo, "rev-parse", "--verify", "--quiet", "HEAD^{tree}") or "").strip() or None
+    if head is None:
+        ev.omissions.append({"part": "repository.head", "reason": "the repository has no commit"})
+    base_oid: str | None = None
+    if base is not None:
+        if base.startswith("-"):
+            raise BadInput(f"--base: {base!r} is not a git revision")
+        base_oid = _git(repo, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}") or ""
+        base_oid = base_oid.strip() or None
+        if base_oid is None:
+            raise BadInput(f"--base: {base!r} does not name a commit in {repo}")
+    else:
+        ev.omissions.append({"part": "repository.base", "reason": "no --base given"})
+    against = base_oid or head
+    diff = None
+    if against is not None:
+        diffstat = _git(repo, "diff", "--stat", against) or ""
+        names = _git(repo, "diff", "--name-status", "--no-renames", against) or ""
+        patch = _git(repo, "diff", "--binary", against) or ""
+        files = []
+        for line in names.splitlines():
+            change, _, path = line.partition("\t")
+            if path:
+                files.append({"path": path, "status": change})
+        diff = {
+            "stat": diffstat[:20000],
+            "files": files[:5000],
+            "patchDigest": hashlib.sha256(patch.encode("utf-8")).hexdigest(),
+        }
+        ev.artifacts.append(
+            {
+                "id": "git-diff",
+                "kind": "git",
+                "digest": diff["patchDigest"],
+                "ref": f"git diff {against[:12]} (work tree)",
+            }
+        )
+    status = _git(repo, "status", "--porcelain")
+    ev.repository = {
+        "remote": remote,
+        "base": base_oid,
+        "head": head,
+        "tree": tree,
+        "diff": diff,
+        "dirty": None if status is None else bool(status.strip()),
+    }
+    if head is not None:
+        ev.artifacts.append(
+            {"id": "git-head", "kind": "git", "ref": f"HEAD {head}", "digest": None}
+        )
+        ev.facts.append(
+            {
+                "id": "fact-git-head",
+                "type": "repository.head",
+                "artifact": "git-head",
+                "trust": "authoritative",
+                "statement": f"HEAD is {head}",
+            }
+        )
+    if tree is not None:
+        ev.facts.append(
+            {
+                "id": "fact-git-tree",
+                "type": "repository.tree",
+                "artifact": "git-head",
+                "trust": "authoritative",
+                "statement": f"HEAD's tree is {tree}",
+            }
+        )
+    return ev
+
+
+def bounded_tail(entries: list[Any]) -> tuple[list[dict[str, str]], bool]:
+    """The last :data:`MAX_TAIL` transcript entries, invisible characters removed."""
+    clean = []
+    for entry in entries[-MAX_TAIL:]:
+        if not isinstance(entry, dict) or set(entry) != {"role", "text"}:
+            raise BadInput("--facts: transcript.tail entries must be {role, text}")
+        text = unicodedata.normalize("NFC", _INVISIBLE.sub("", str(entry["text"])))
+        clean.append({"role": str(entry["role"]), "text": text[:MAX_TAIL_TEXT]})
+    return clean, len(entries) > MAX_TAIL
+
+
+def build_payload(
+    ledger: Ledger,
+    node: str,
+    *,
+    repo: Path,
+    base: str | None,
+    agent: dict[str, Any] | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """A capsule payload for ``node`` (schema-checked); see the module docstring."""
+    agent = dict(agent or {})
+    unknown = set(agent) - AGENT_PARTS
+    if unknown:
+        raise BadInput(f"--facts: unknown part(s) {', '.join(sorted(unknown))}")
+    current = ledger.get_node(node)
+    leases = ledger.leases(node)
+    generation = max((lease.generation for lease in leases), default=current.generation)
+    events = ledger.history(node)
+    sequence = events[-1].seq if events else 0
+    runs = [r for r in ledger.runs(node) if r.generation == generation]
+    episodes = [e for e in ledger.episodes(node) if e.state == "OPEN"]
+    effects = ledger.effects(node)
+    omissions: list[dict[str, str]] = []
+    git = git_evidence(repo, base)
+    omissions += git.omissions
+    artifacts = list(git.artifacts)
+    facts = list(git.facts)
+
+    effect_rows = [
+        {
+            "effectId": e.effect_id,
+            "node": e.node,
+            "generation": e.generation,
+            "operation": e.operation,
+            "destination": e.destination,
+            "arguments": e.arguments,
+            "approvalSlot": e.approval_slot,
+            "fingerprint": e.fingerprint,
+            "state": e.state.value,
+        }
+        for e in effects
+    ]
+    artifacts.append(
+        {
+            "id": "ledger-effects",
+            "kind": "ledger",
+            "digest": digest("onstation-ledger-effects-v1", effect_rows),
+            "ref": f"effects of {node}",
+        }
+    )
+    unsettled = [e for e in effects if e.state in {EffectState.DISPATCHED, EffectState.AMBIGUOUS}]
+    if not unsettled:
+        facts.append(
+            {
+                "id": "fact-effects-reconciled",
+                "type": "effects.reconciled",
+                "artifact": "ledger-effects",
+                "trust": "authoritative",
+                "statement": f"all {len(effects)} effect(s) are settled",
+            }
+        )
+
+    objective = agent.get("objective")
+    subject_extra = dict(agent.get("subject") or {})
+    if set(subject_extra) - _SUBJECT_PARTS:
+        raise BadInput(f"--facts: subject may only hold {', '.join(sorted(_SUBJECT_PARTS))}")
+    if episodes:
+        episode = episodes[-1]
+        artifacts.append(
+            {
+                "id": "ledger-episode",
+                "kind": "ledger",
+                "digest": None,
+                "ref": f"episode {episode.episode_id} of {node}",
+            }
+        )
+        subject_extra.setdefault("episode", str(episode.episode_id))
+        subject_extra.setdefault("workIntent", episode.objective[:512])
+        if objective is None:
+            objective = episode.objective
+            facts.append(
+                {
+                    "id": "fact-objective",
+                    "type": "objective",
+                    "trust": "authoritative",
+                    "artifact": "ledger-episode",
+                    "statement": episode.objective[:4000],
+                }
+            )
+    if objective is None:
+        omissions.append({"part": "objective", "reason": "no open episode and none supplied"})
+
+    artifacts += list(agent.get("artifacts", []))
+    facts += list(agent.get("facts", []))
+    for part, reason in (
+        ("planFrontier", "no plan frontier supplied"),
+        ("tests", "no test results supplied"),
+        ("capabilityRequirements", "no capability requirements supplied"),
+        ("decisions", "no decisions supplied"),
+        ("toolPairs", "no tool calls supplied"),
+    ):
+        if part not in agent:
+            omissions.append({"part": part, "reason": reason})
+    transcript_in = agent.get("transcript")
+    if transcript_in is None:
+        omissions.append({"part": "transcript", "reason": "no transcript cursor or tail supplied"})
+        transcript: dict[str, Any] = {
+            "cursor": None,
+            "trust": "untrusted-evidence",
+            "truncated": False,
+            "tail": [],
+        }
+    else:
+        if not isinstance(transcript_in, dict) or set(transcript_in) - {"cursor", "tail"}:
+            raise BadInput("--facts: transcript must be {cursor, tail}")
+        tail, truncated = bounded_tail(list(transcript_in.get("tail", [])))
+        transcript = {
+            "cursor": transcript_in.get("cursor"),
+            "trust": "untrusted-evidence",
+            "truncated": truncated,
+            "tail": tail,
+        }
+    capacity = agent.get("capacityState")
+    if capacity is None:
+        omissions.append({"part": "capacityState", "reason": "no capacity evidence supplied"})
+        capacity = {"evidenceDigest": None, "executionClass": None, "note": "unknown"}
+    payload: dict[str, Any] = {
+        "capsuleVersion": 1,
+        "subject": {
+            "node": node,
+            "generation": generation,
+            "sequence": sequence,
+            "episode": subject_extra.get("episode"),
+            "principal": subject_extra.get("principal"),
+            "workIntent": subject_extra.get("workIntent"),
+            "planRevision": subject_extra.get("planRevision"),
+            "predecessorRun": str(runs[-1].run_id) if runs else None,
+        },
+        "builtAt": iso(now),
+        "repository": git.repository,
+        "objective": objective,
+        "nonGoals": agent.get("nonGoals", []),
+        "planFrontier": agent.get("planFrontier", []),
+        "artifacts": artifacts,
+        "requiredFacts": agent.get("requiredFacts", list(DEFAULT_REQUIRED_FACTS)),
+        "facts": facts,
+        "unsupportedClaims": agent.get("unsupportedClaims", []),
+        "decisions": agent.get("decisions", []),
+        "toolPairs": agent.get("toolPairs", []),
+        "tests": agent.get("tests", []),
+        "effects": effect_rows,
+        "transcript": transcript,
+        "capabilityRequirements": agent.get("capabilityRequirements", []),
+        "capacityState": capacity,
+        "memoryDisposition": agent.get(
+            "memoryDisposition",
+            {"scratch": "discard", "episode": "retain-until-settled", "promotions": []},
+        ),
+        "omissions": omissions,
+    }
+    problems = schema_violations("capsule", unsealed(payload))
+    if problems:
+        first = problems[0]
+        raise BadInput(f"--facts: {first.pointer}: {first.message}")
+    return payload

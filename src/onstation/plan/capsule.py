@@ -1,0 +1,207 @@
+"""Sealing and verifying resurrection capsules.
+
+A sealed capsule is ``{"capsule", "scope", "digest", "payload", "receipts"}``. Its digest is
+``SHA-256("resurrection-capsule-v1" || 0x00 || JCS(payload))``. Verification, in order:
+
+1. parse strictly (duplicate keys, NaN/Infinity, out-of-range integers, deep nesting refused);
+2. schema (unknown fields refused everywhere, lower-case hex only);
+3. recompute the digest from the payload; the file's digest is compared, never trusted;
+4. every receipt: bound to the recomputed digest, scope, node, generation and sequence,
+   signed by a trusted key, canonical signature, valid Ed25519 signature;
+5. replay: another identity, a generation older than the caller's floor, or a
+   (generation, sequence) older than the mark already accepted are refused.
+
+The durable high-water mark lives in the ledger (``Ledger.accept_capsule``), which is called
+only after all of the above passed.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from onstation.core.canonical import digest, loads_strict
+from onstation.core.errors import BadInput
+from onstation.plan.schemas import schema_violations
+from onstation.plan.signing import SignatureRejected, sign_receipt, verify_receipt
+
+CAPSULE_SCOPE = "resurrection-capsule-v1"
+CAPSULE_FORMAT = "onstation.capsule/v1"
+MAX_CAPSULE_BYTES = 16 << 20
+
+
+class CapsuleRejected(BadInput):
+    """The capsule or one of its receipts failed verification."""
+
+
+@dataclass(frozen=True)
+class VerifiedCapsule:
+    """What verification established: exactly these facts, recomputed."""
+
+    node: str
+    generation: int
+    sequence: int
+    digest: str
+    key_ids: tuple[str, ...]
+    payload: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary ``capsule verify --json`` prints."""
+        return {
+            "verified": True,
+            "node": self.node,
+            "generation": self.generation,
+            "sequence": self.sequence,
+            "digest": self.digest,
+            "keyIds": list(self.key_ids),
+        }
+
+
+@dataclass(frozen=True)
+class AcceptedMark:
+    """The newest capsule already accepted for an identity (the replay high-water mark)."""
+
+    generation: int
+    sequence: int
+    digest: str
+
+
+def capsule_digest(payload: Any) -> str:
+    """The capsule digest of a payload (scope ``resurrection-capsule-v1``)."""
+    return digest(CAPSULE_SCOPE, payload)
+
+
+def unsealed(payload: dict[str, Any]) -> dict[str, Any]:
+    """A capsule document with its digest computed and no receipts yet."""
+    return {
+        "capsule": CAPSULE_FORMAT,
+        "scope": CAPSULE_SCOPE,
+        "digest": capsule_digest(payload),
+        "payload": payload,
+        "receipts": [],
+    }
+
+
+def _require_schema(doc: Any, what: str) -> None:
+    problems = schema_violations("capsule", doc)
+    if problems:
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise CapsuleRejected(f"{what}: {first.pointer or '/'}: {first.message}{more}")
+
+
+def seal(
+    doc_or_payload: Mapping[str, Any], private: Ed25519PrivateKey, *, issued_at: str
+) -> dict[str, Any]:
+    """Recompute the digest and sign it; returns a sealed capsule with one receipt.
+
+    Accepts either a capsule document (its digest and receipts are replaced) or a bare
+    payload.
+    """
+    payload = doc_or_payload.get("payload") if "payload" in doc_or_payload else doc_or_payload
+    if not isinstance(payload, dict):
+        raise BadInput("capsule: payload must be an object")
+    doc = unsealed(payload)
+    _require_schema(doc, "capsule")
+    subject = payload["subject"]
+    receipt = sign_receipt(
+        private,
+        scope=CAPSULE_SCOPE,
+        node=subject["node"],
+        generation=subject["generation"],
+        sequence=subject["sequence"],
+        digest_hex=doc["digest"],
+        issued_at=issued_at,
+    )
+    doc["receipts"] = [receipt]
+    _require_schema(doc, "capsule")
+    return doc
+
+
+def parse(text: str | bytes) -> Any:
+    """Strict parse of a capsule file's bytes."""
+    if len(text) > MAX_CAPSULE_BYTES:
+        raise CapsuleRejected(f"capsule: larger than {MAX_CAPSULE_BYTES} bytes")
+    try:
+        return loads_strict(text, "capsule")
+    except BadInput as exc:
+        raise CapsuleRejected(exc.message) from exc
+
+
+def verify(
+    doc: Any,
+    trusted: Mapping[str, bytes],
+    *,
+    expect_node: str | None = None,
+    min_generation: int | None = None,
+    accepted: AcceptedMark | None = None,
+) -> VerifiedCapsule:
+    """Verify a parsed capsule document (see the module docstring for the order of checks)."""
+    _require_schema(doc, "capsule")
+    payload = doc["payload"]
+    recomputed = capsule_digest(payload)
+    if not hmac.compare_digest(doc["digest"].encode("ascii"), recomputed.encode("ascii")):
+        raise CapsuleRejected("capsule: digest differs from the digest recomputed from payload")
+    receipts = doc["receipts"]
+    if not receipts:
+        raise CapsuleRejected("capsule: not sealed (no signature receipt)")
+    subject = payload["subject"]
+    node, generation, sequence = subject["node"], subject["generation"], subject["sequence"]
+    signers: list[str] = []
+    for index, receipt in enumerate(receipts):
+        try:
+            signers.append(
+                verify_receipt(
+                    receipt,
+                    scope=doc["scope"],
+                    node=node,
+                    generation=generation,
+                    sequence=sequence,
+                    digest_hex=recomputed,
+                    trusted=trusted,
+                )
+            )
+        except SignatureRejected as exc:
+            raise CapsuleRejected(f"capsule: receipts/{index}: {exc.message}") from exc
+    if expect_node is not None and node != expect_node:
+        raise CapsuleRejected(f"capsule replay refused: it is for {node!r}, not {expect_node!r}")
+    if min_generation is not None and generation < min_generation:
+        raise CapsuleRejected(
+            f"capsule replay refused: generation {generation} is older than {min_generation}"
+        )
+    if accepted is not None:
+        if (generation, sequence) < (accepted.generation, accepted.sequence):
+            raise CapsuleRejected(
+                f"capsule replay refused: generation {generation} sequence {sequence} is older "
+                f"than the accepted generation {accepted.generation} sequence {accepted.sequence}"
+            )
+        if (generation, sequence) == (accepted.generation, accepted.sequence) and not (
+            hmac.compare_digest(accepted.digest.encode("ascii"), recomputed.encode("ascii"))
+        ):
+            raise CapsuleRejected(
+                "capsule replay refused: another capsule was accepted at this generation "
+                "and sequence"
+            )
+    return VerifiedCapsule(node, generation, sequence, recomputed, tuple(signers), payload)
+
+
+def verify_text(
+    text: str | bytes,
+    trusted: Mapping[str, bytes],
+    *,
+    expect_node: str | None = None,
+    min_generation: int | None = None,
+    accepted: AcceptedMark | None = None,
+) -> VerifiedCapsule:
+    """Parse strictly, then :func:`verify`."""
+    return verify(
+        parse(text),
+        trusted,
+        expect_node=expect_node,
+        min_generation=min_generation,
+        accepted=accepted,
+    )

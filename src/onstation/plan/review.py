@@ -1,0 +1,148 @@
+"""The operator review: a Markdown report rendered from ``templates/review.md``.
+
+It shows every discontinuity (what survived exactly, what was summarized, narrowed,
+omitted, unknown or lost), the verdict and why, and says plainly that a verdict is not
+permission to launch. Rendering is pure: the same plan always gives the same text.
+Free text from the capsule is flattened to one line and escaped so it cannot add
+Markdown structure (headings, tables) to the review.
+"""
+
+from __future__ import annotations
+
+from string import Template
+from typing import Any
+
+from onstation.plan.resources import read_text
+
+_NEXT_STEP = {
+    "REBODIMENT_READY": "Reserve through the launcher, provision the successor with no effects, "
+    "and challenge it with the capsule digest before marking it RUNNING.",
+    "NATIVE_RESUME_ELIGIBLE": "Resume the same-family session under the current exclusive lease, "
+    "then challenge it with the capsule digest before marking it RUNNING.",
+    "HIBERNATE": "Keep the capsule; wait for admissible capacity or a body, then decide again.",
+    "QUARANTINED": "Resolve what is ambiguous outside the body, then decide again.",
+    "BLOCKED": "Provide the missing capability, authority or capacity, then decide again.",
+    "INVALID": "Nothing to do: the request is forbidden for this system.",
+}
+
+
+def _next_step(plan: dict[str, Any]) -> str:
+    text = _NEXT_STEP[plan["verdict"]["disposition"]]
+    if any(r["code"] == "AMBIGUOUS_EFFECT" for r in plan["verdict"]["reasons"]):
+        text += (
+            " For each ambiguous effect, establish the outcome from the destination itself, "
+            "then record it: `onstation effect resolve EFFECT_ID --as observed|compensated "
+            "--by NAME --why EVIDENCE`."
+        )
+    return text
+
+
+def _clean(text: Any, limit: int = 300) -> str:
+    value = " ".join(str(text).split())
+    if len(value) > limit:
+        value = value[: limit - 3] + "..."
+    for ch in ("\\", "|", "`", "*", "_", "#", "<", ">", "[", "]"):
+        value = value.replace(ch, "\\" + ch)
+    return value
+
+
+def _bullets(lines: list[str]) -> str:
+    return "\n".join(f"- {line}" for line in lines) if lines else "- none"
+
+
+def render_review(plan: dict[str, Any], template: str | None = None) -> str:
+    """The review of ``plan`` (a schema-valid plan) as Markdown."""
+    tpl = Template(template if template is not None else read_text("templates", "review.md"))
+    verdict = plan["verdict"]
+    disposition = verdict["disposition"]
+    discontinuities = plan["discontinuities"]
+
+    def of(*kinds: str) -> str:
+        return _bullets(
+            [
+                f"{_clean(d['item'])}: {_clean(d['detail'])}"
+                for d in discontinuities
+                if d["kind"] in kinds
+            ]
+        )
+
+    reasons = _bullets([f"`{r['code']}` {_clean(r['detail'], 600)}" for r in verdict["reasons"]])
+    payload = plan["capsule"]["payload"]
+    effects = _bullets(
+        [
+            f"`{e['effectId']}` {_clean(e['operation'])} {_clean(e['destination'])} "
+            f"(generation {e['generation']}): **{e['state']}**"
+            for e in payload["effects"]
+        ]
+    )
+    caps = plan["capabilities"]
+    capabilities = _bullets(
+        [
+            f"{t['kind']} {_clean(t['name'])} -> {_clean(t['destination'] or '-')}: "
+            f"{t['classification']}{' (required)' if t['required'] else ''}"
+            for t in caps["translations"]
+        ]
+    )
+    capacity = plan["capacity"]
+    if capacity is None:
+        capacity_text = "- no capacity evidence"
+    else:
+        ev = capacity["evidence"]
+        capacity_text = _bullets(
+            [
+                f"evidence `{capacity['evidenceDigest'][:16]}` from {_clean(ev.get('producer'))}: "
+                f"{ev.get('executionClass')} / {_clean(ev.get('harness'))}, "
+                f"{ev.get('freshness')}, valid until {ev.get('validUntil')}",
+                "reservation "
+                + (
+                    f"`{_clean(ev['reservation']['reservationId'])}` until "
+                    f"{ev['reservation']['expiresAt']}"
+                    if isinstance(ev.get("reservation"), dict)
+                    else "none"
+                ),
+            ]
+        )
+    proposal = plan["proposal"]
+    destination = plan["destination"]
+    dest_text = destination["mode"]
+    if proposal is not None:
+        where = "on" if destination["mode"] != "none" else "proposed body:"
+        dest_text += f" ({where} {proposal['harness']}, {proposal['executionClass']})"
+    subject = plan["subject"]
+    predecessor = plan["predecessor"]
+    return tpl.substitute(
+        node=_clean(subject["node"]),
+        disposition=disposition,
+        plan_id=plan["planId"],
+        created_at=plan["createdAt"],
+        operation=plan["request"]["operation"],
+        requested_by=_clean(plan["request"]["requestedBy"]),
+        request_reason=_clean(plan["request"]["reason"]),
+        incident_kind=plan["incident"]["kind"],
+        process_state=plan["incident"]["processState"],
+        incident_summary=_clean(plan["incident"]["summary"]),
+        episode=_clean(subject["episode"]),
+        principal=_clean(subject["principal"]),
+        plan_revision=_clean(subject["planRevision"]),
+        predecessor_generation=predecessor["generation"],
+        predecessor_state=("fenced" if predecessor["fenced"] else "NOT fenced")
+        + f", lease {predecessor['leaseState']}",
+        latest_generation=subject["latestGeneration"],
+        proposed_generation="-" if proposal is None else proposal["generation"],
+        capsule_digest=plan["capsule"]["digest"],
+        receipt_count=len(plan["capsule"]["receipts"]),
+        destination=dest_text,
+        reasons=reasons,
+        path=" -> ".join(verdict["path"]) or "-",
+        exact=of("exact"),
+        summarized=of("summarized"),
+        narrowed=of("narrowed", "emulated"),
+        omitted=of("omitted"),
+        unknown=of("unknown"),
+        lost=of("lost"),
+        effects=effects,
+        table=caps["table"] or "no table",
+        capabilities=capabilities,
+        capacity=capacity_text,
+        next_step=_next_step(plan),
+    )
