@@ -837,7 +837,7 @@ def _register_optional_groups() -> None:
     import importlib
     import importlib.util
 
-    for module in ("onstation.cli.plan_commands",):
+    for module in ("onstation.cli.plan_commands", "onstation.cli.harness_commands"):
         if importlib.util.find_spec(module) is not None:
             importlib.import_module(module).register(cli)
 

@@ -13,7 +13,10 @@
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs import time on the hook hot path
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ExitCode(IntEnum):

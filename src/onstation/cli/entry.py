@@ -1,0 +1,30 @@
+"""The ``onstation`` console entry point.
+
+Hook and status-line calls run after every tool call and every assistant message, so they
+take a fast path that imports neither click nor the operator commands; everything else goes
+to the full command line in :mod:`onstation.cli.main`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    """Dispatch ``hook`` and ``statusline`` cheaply; the rest to the full CLI."""
+    argv = sys.argv[1:]
+    if argv[:1] == ["hook"] and "--help" not in argv and "-h" not in argv:
+        from onstation.cli.hooks import hook_main
+
+        sys.exit(hook_main(argv[1:]))
+    if argv[:1] == ["statusline"] and "--help" not in argv and "-h" not in argv:
+        from onstation.cli.hooks import statusline_main
+
+        sys.exit(statusline_main(argv[1:]))
+    from onstation.cli.main import main as full_main
+
+    full_main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,412 @@
+"""Hull integrity: how full a body's context window is, and which tier that puts it in.
+
+Fill is always a host measurement (status line, transcript usage, Codex ``token_count``),
+never the model's own estimate, and is expressed as a percent of the model's *real* window
+(200k or 1M tokens). Tiers are a policy object: the relief preset is normative (DESIGN.md),
+the coordinator preset is the second named one, and custom thresholds come from a mapping
+loaded from a config file.
+
+Pure: no I/O, no clock, no environment. Callers pass in what the harness told them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from enum import StrEnum
+from types import MappingProxyType
+
+from onstation.core.errors import BadInput
+
+# This module is on the hook hot path: typing and dataclasses cost milliseconds of import
+# time on every tool call, so annotations stay unevaluated and records are plain classes.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
+
+DEFAULT_WINDOW: Final = 200_000
+"""Window assumed for a model we cannot identify. The smaller of the two real windows is
+the safe guess: over-stating fill relieves a body early, under-stating it lets the body
+run into auto-compaction, which is the failure this project exists to prevent."""
+
+ONE_MILLION: Final = 1_000_000
+
+SOURCE_STATUSLINE_USED_PERCENTAGE: Final = "statusline.used_percentage"
+SOURCE_STATUSLINE_CURRENT_USAGE: Final = "statusline.current_usage"
+SOURCE_STATUSLINE_TOTAL_INPUT: Final = "statusline.total_input_tokens"
+SOURCE_TRANSCRIPT: Final = "transcript"
+SOURCE_TRANSCRIPT_POST_COMPACTION: Final = "transcript.post_compaction"
+SOURCE_CODEX_TOKEN_COUNT: Final = "codex.token_count"  # noqa: S105 - a source name
+FILL_SOURCES: Final = frozenset(
+    {
+        SOURCE_STATUSLINE_USED_PERCENTAGE,
+        SOURCE_STATUSLINE_CURRENT_USAGE,
+        SOURCE_STATUSLINE_TOTAL_INPUT,
+        SOURCE_TRANSCRIPT,
+        SOURCE_TRANSCRIPT_POST_COMPACTION,
+        SOURCE_CODEX_TOKEN_COUNT,
+    }
+)
+
+# Before this Claude Code release the status line's total_input_tokens was a cumulative
+# session total (spend), not the current context (changelog of v2.1.132).
+TOTAL_INPUT_RELIABLE_SINCE: Final = (2, 1, 132)
+
+
+class Tier(StrEnum):
+    """Hull integrity tier, from healthy to emergency."""
+
+    GREEN = "green"
+    AMBER = "amber"
+    RED = "red"
+    CRITICAL = "critical"
+
+    @property
+    def rank(self) -> int:
+        """0 for Green up to 3 for Critical; compare tiers by rank, never by string."""
+        return _RANK[self]
+
+
+_RANK: Final = {Tier.GREEN: 0, Tier.AMBER: 1, Tier.RED: 2, Tier.CRITICAL: 3}
+
+
+def _finite(value: object) -> float | None:
+    """A finite int or float, else None (bool is an int subclass: JSON true is not 1 token)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value if math.isfinite(value) else None
+
+
+class TierPolicy:
+    """Tier thresholds: each field is the lower bound of its tier, in percent of the window.
+
+    ``0 < amber <= red <= critical <= 100``. Below ``amber`` is Green. Immutable.
+    """
+
+    __slots__ = ("amber", "critical", "name", "red")
+
+    name: str
+    amber: float
+    red: float
+    critical: float
+
+    def __init__(self, name: str, amber: float, red: float, critical: float) -> None:
+        for key, value in (("name", name), ("amber", amber), ("red", red), ("critical", critical)):
+            object.__setattr__(self, key, value)
+        self._validate()
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise AttributeError(f"TierPolicy is immutable; cannot set {key}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TierPolicy):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"TierPolicy(name={self.name!r}, amber={self.amber!r}, red={self.red!r}, "
+            f"critical={self.critical!r})"
+        )
+
+    def _key(self) -> tuple[str, float, float, float]:
+        return (self.name, self.amber, self.red, self.critical)
+
+    def _validate(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise BadInput("hull policy name: must be a non-empty string")
+        for field in ("amber", "red", "critical"):
+            value = getattr(self, field)
+            if _finite(value) is None:
+                raise BadInput(f"hull policy {field}: must be a finite number, got {value!r}")
+        if self.amber <= 0:
+            raise BadInput(f"hull policy amber: must be above 0, got {self.amber!r}")
+        if self.critical > 100:
+            raise BadInput(f"hull policy critical: must be at most 100, got {self.critical!r}")
+        if self.red < self.amber:
+            raise BadInput(
+                f"hull policy red: must be at least amber ({self.amber!r}), got {self.red!r}"
+            )
+        if self.critical < self.red:
+            raise BadInput(
+                f"hull policy critical: must be at least red ({self.red!r}), got {self.critical!r}"
+            )
+
+    def to_mapping(self) -> dict[str, object]:
+        """The config form, accepted back by :func:`policy_from_mapping`."""
+        return {"name": self.name, "amber": self.amber, "red": self.red, "critical": self.critical}
+
+
+RELIEF_PRESET: Final = TierPolicy(name="relief", amber=25, red=33, critical=38)
+"""The relief document's table (normative): Green < 25, Amber 25-32, Red 33-37, Critical >= 38."""
+
+COORDINATOR_PRESET: Final = TierPolicy(name="coordinator", amber=60, red=70, critical=80)
+"""The coordinator document: proactive respawn above 70 (Red, "prepare"), mandatory at 80
+(Critical). Amber at 60 gives one early warning band of the same width as Red's lead time."""
+
+PRESETS: Final[Mapping[str, TierPolicy]] = MappingProxyType(
+    {RELIEF_PRESET.name: RELIEF_PRESET, COORDINATOR_PRESET.name: COORDINATOR_PRESET}
+)
+
+
+def classify(percent: float, policy: TierPolicy = RELIEF_PRESET) -> Tier:
+    """The tier of a fill percent under ``policy`` (a bound belongs to the higher tier)."""
+    if isinstance(percent, bool) or not isinstance(percent, int | float) or math.isnan(percent):
+        raise BadInput(f"hull percent: must be a number, got {percent!r}")
+    if percent >= policy.critical:
+        return Tier.CRITICAL
+    if percent >= policy.red:
+        return Tier.RED
+    if percent >= policy.amber:
+        return Tier.AMBER
+    return Tier.GREEN
+
+
+_POLICY_KEYS: Final = frozenset({"preset", "name", "amber", "red", "critical"})
+
+
+def policy_from_mapping(mapping: Mapping[str, object]) -> TierPolicy:
+    """Build a policy from a config mapping.
+
+    Accepted forms: ``{"preset": "relief"}``; a preset with overrides
+    (``{"preset": "coordinator", "amber": 50}``); or a full custom policy
+    (``{"name": "tight", "amber": 20, "red": 28, "critical": 34}``, name optional).
+    Raises :class:`BadInput` naming the offending field.
+    """
+    if not isinstance(mapping, Mapping):
+        raise BadInput(f"hull policy: must be a mapping, got {type(mapping).__name__}")
+    unknown = sorted(str(k) for k in mapping if k not in _POLICY_KEYS)
+    if unknown:
+        raise BadInput(f"hull policy {unknown[0]}: unknown field (allowed: {_allowed_keys()})")
+    base: TierPolicy | None = None
+    if "preset" in mapping:
+        preset = mapping["preset"]
+        if not isinstance(preset, str) or preset not in PRESETS:
+            raise BadInput(
+                f"hull policy preset: must be one of {', '.join(sorted(PRESETS))}, got {preset!r}"
+            )
+        base = PRESETS[preset]
+    values: dict[str, float] = {}
+    for field in ("amber", "red", "critical"):
+        if field in mapping:
+            value = _finite(mapping[field])
+            if value is None:
+                raise BadInput(f"hull policy {field}: must be a number, got {mapping[field]!r}")
+            values[field] = value
+        elif base is not None:
+            values[field] = getattr(base, field)
+        else:
+            raise BadInput(f"hull policy {field}: missing (or give a preset)")
+    name = mapping.get("name")
+    if name is None:
+        if base is None:
+            name = "custom"
+        elif any(field in mapping for field in ("amber", "red", "critical")):
+            name = f"{base.name}+custom"
+        else:
+            name = base.name
+    if not isinstance(name, str):
+        raise BadInput(f"hull policy name: must be a string, got {name!r}")
+    return TierPolicy(name=name, **values)
+
+
+def _allowed_keys() -> str:
+    return ", ".join(sorted(_POLICY_KEYS))
+
+
+class FillReading:
+    """One measurement of context fill, with where it came from. Immutable."""
+
+    __slots__ = ("model", "percent", "source", "used_tokens", "window_tokens")
+
+    used_tokens: int | None
+    window_tokens: int
+    percent: float
+    source: str
+    model: str | None
+
+    def __init__(
+        self,
+        used_tokens: int | None,
+        window_tokens: int,
+        percent: float,
+        source: str,
+        model: str | None = None,
+    ) -> None:
+        for key, value in (("used_tokens", used_tokens), ("window_tokens", window_tokens),
+                           ("percent", percent), ("source", source), ("model", model)):  # fmt: skip
+            object.__setattr__(self, key, value)
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise AttributeError(f"FillReading is immutable; cannot set {key}")
+
+    def _key(self) -> tuple[int | None, int, float, str, str | None]:
+        return (self.used_tokens, self.window_tokens, self.percent, self.source, self.model)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FillReading):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"FillReading(used_tokens={self.used_tokens!r}, window_tokens={self.window_tokens!r}, "
+            f"percent={self.percent!r}, source={self.source!r}, model={self.model!r})"
+        )
+
+    def tier(self, policy: TierPolicy = RELIEF_PRESET) -> Tier:
+        """This reading's tier under ``policy``."""
+        return classify(self.percent, policy)
+
+
+def fill_percent(used_tokens: int, window_tokens: int) -> float:
+    """``used / window`` in percent, computed so exact bounds stay exact (66000/200000 -> 33.0)."""
+    return used_tokens * 100 / window_tokens
+
+
+# Model families documented to run natively at 1M on the Anthropic API (model-config docs,
+# v2.1.240): Opus 4.7 and later, Sonnet 5, Fable 5. Providers and CLAUDE_CODE_DISABLE_1M_CONTEXT
+# can hold them at 200k; the status line's context_window_size (passed as ``declared``) is then
+# the truth, which is why a declared window always wins.
+# A pattern string, not a compiled pattern: compiled on first use (re caches it), so the
+# import on the hook hot path does not pay for it.
+_FAMILY_VERSION = r"(opus|sonnet|fable|haiku)-(\d{1,2})(?:[-.](\d{1,2}))?(?!\d)"
+_NATIVE_1M: Final = {"opus": (4, 7), "sonnet": (5, 0), "fable": (5, 0)}
+
+
+def _names_1m(name: str) -> bool:
+    lowered = name.lower()
+    if "[1m]" in lowered or "1m context" in lowered:
+        return True
+    for match in re.finditer(_FAMILY_VERSION, lowered):
+        family, major, minor = match.group(1), int(match.group(2)), int(match.group(3) or 0)
+        floor = _NATIVE_1M.get(family)
+        if floor is not None and (major, minor) >= floor:
+            return True
+    return False
+
+
+def model_window(model_id: str | None, declared: int | None = None) -> int:
+    """The model's real context window in tokens.
+
+    A positive ``declared`` window (status line ``context_window_size``, Codex
+    ``model_context_window``, an operator override) wins. Otherwise a ``[1m]`` suffix, a
+    "1M context" display name or a model documented to run at 1M gives 1_000_000; anything
+    else, unknown models included, gives :data:`DEFAULT_WINDOW` (200_000).
+    """
+    declared_number = _finite(declared)
+    if declared_number is not None and declared_number > 0:
+        return int(declared_number)
+    if isinstance(model_id, str) and _names_1m(model_id):
+        return ONE_MILLION
+    return DEFAULT_WINDOW
+
+
+def _parse_version(value: object) -> tuple[int, ...] | None:
+    if not isinstance(value, str):
+        return None
+    parts: list[int] = []
+    for piece in value.strip().split(".")[:3]:
+        digits = re.match(r"\d+", piece)
+        if digits is None:
+            return None
+        parts.append(int(digits.group(0)))
+    return tuple(parts) if len(parts) == 3 else None
+
+
+def _count(value: object) -> int | None:
+    """A token count: a non-negative finite number (JSON may give 12.0), else None."""
+    number = _finite(value)
+    if number is None or number < 0:
+        return None
+    return int(number)
+
+
+def _usage_sum(usage: object) -> int | None:
+    """input + cache_creation + cache_read of one usage object; None without input_tokens."""
+    if not isinstance(usage, Mapping):
+        return None
+    base = _count(usage.get("input_tokens"))
+    if base is None:
+        return None
+    total = base
+    for key in ("cache_creation_input_tokens", "cache_read_input_tokens"):
+        extra = usage.get(key)
+        if extra is None:
+            continue
+        counted = _count(extra)
+        if counted is None:
+            return None
+        total += counted
+    return total
+
+
+def fill_from_statusline(payload: object) -> FillReading | None:
+    """The fill reported by one Claude Code status line payload, or None when it has none.
+
+    Order: ``context_window.used_percentage``; else ``current_usage`` (input + cache_creation
+    + cache_read) over ``context_window_size``; else ``total_input_tokens`` only from
+    version 2.1.132 on (earlier it was a cumulative session total) and only when
+    ``current_usage`` is not explicitly null (null means "no current usage", e.g. right
+    after /compact, so totals from the same response are stale). Never raises on odd input.
+    """
+    if not isinstance(payload, Mapping):
+        return None
+    window_info = payload.get("context_window")
+    if not isinstance(window_info, Mapping):
+        return None
+    model_id, names = _statusline_model(payload.get("model"))
+    declared = _count(window_info.get("context_window_size"))
+    window = model_window(" ".join(names), declared if declared else None)
+    usage_present = "current_usage" in window_info
+    current = _usage_sum(window_info.get("current_usage"))
+
+    used_pct = _finite(window_info.get("used_percentage"))
+    if used_pct is not None and used_pct >= 0:
+        return FillReading(
+            used_tokens=current,
+            window_tokens=window,
+            percent=float(used_pct),
+            source=SOURCE_STATUSLINE_USED_PERCENTAGE,
+            model=model_id,
+        )
+    if current is not None:
+        return FillReading(
+            used_tokens=current,
+            window_tokens=window,
+            percent=fill_percent(current, window),
+            source=SOURCE_STATUSLINE_CURRENT_USAGE,
+            model=model_id,
+        )
+    if usage_present and window_info.get("current_usage") is None:
+        return None
+    version = _parse_version(payload.get("version"))
+    total = _count(window_info.get("total_input_tokens"))
+    if version is not None and version >= TOTAL_INPUT_RELIABLE_SINCE and total is not None:
+        return FillReading(
+            used_tokens=total,
+            window_tokens=window,
+            percent=fill_percent(total, window),
+            source=SOURCE_STATUSLINE_TOTAL_INPUT,
+            model=model_id,
+        )
+    return None
+
+
+def _statusline_model(model: object) -> tuple[str | None, list[str]]:
+    """(model id, every name that may carry a 1M marker) from the payload's ``model``."""
+    if isinstance(model, str):
+        return model, [model]
+    if not isinstance(model, Mapping):
+        return None, []
+    model_id = model.get("id")
+    display = model.get("display_name")
+    names = [n for n in (model_id, display) if isinstance(n, str)]
+    return (model_id if isinstance(model_id, str) else None), names

@@ -1,0 +1,1 @@
+"""Adapters at the edge: harnesses, process witnesses, git and workspace evidence."""

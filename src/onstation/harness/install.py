@@ -1,0 +1,288 @@
+"""Installing onstation's hooks, status line and skills into Claude Code and Codex CLI.
+
+Install merges into the harness's settings without disturbing anything else and writes an
+install record beside them (``onstation-install.json``) naming exactly what it added: the
+hook handlers, the status line it replaced (kept, and wrapped), the skill files (with their
+digests), and the settings file's original bytes. Uninstall removes exactly those; when the
+settings then equal what they were before install, the original bytes are written back, so
+an untouched file returns byte for byte.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from onstation.core.errors import BadInput, Conflict
+from onstation.harness.files import write_inside
+
+RECORD = "onstation-install.json"
+
+CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
+                 "PreCompact"]  # fmt: skip
+CODEX_EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
+                "PreCompact"]  # fmt: skip
+
+RELIEF_SKILL = """---
+name: onstation-relief
+description: >
+  Relief on station. Use when onstation reports hull integrity Red or Critical, or when you
+  notice your context running low: write the turnover brief from evidence so a fresh body
+  continues the work. Never use it to resume another agent's identity.
+---
+
+# Relief on station (onstation)
+
+Your context window is a hull: Green under 25 %, Amber from 25 % (plan the wrap-up, start
+nothing large), Red from 33 % (prepare the turnover brief now), Critical from 38 %
+(emergency brief, immediate hand-over).
+
+When told "Hull integrity Red. Prepare turnover brief.":
+
+1. Finish the step you are in; start nothing new.
+2. Record each decision that matters with its reason:
+   `onstation note {node} --decision "DECISION" --why "RATIONALE"`
+3. Write the brief (git, effects and telemetry are filled in from evidence; give what only
+   you know, and anything you leave out is marked missing):
+   `onstation brief write {node} --task "WHAT I WAS DOING" --status in_progress
+    --completed "PATH — WHAT WAS DONE" --remaining "NEXT STEP" --context "GOTCHA"`
+4. Stop. Your successor receives the brief; this session is then fenced and every
+   effect-capable tool call from it is denied.
+"""
+
+COORD_SKILL = """---
+name: onstation-coord-respawn
+description: >
+  Coordinator self-respawn. Use at a clean sub-task boundary when context passes 70 %
+  (proactive) and always at 80 % (mandatory); never while an executor awaits an APPROACH or
+  CHECKPOINT answer. At most 3 respawns per 24 h.
+---
+
+# Coordinator self-respawn (onstation)
+
+1. Finish any open APPROACH or CHECKPOINT exchange; start no new executor.
+2. Check the governor: `onstation respawn status {node}` (blocked: escalate to your spawner
+   with your current state and stop).
+3. Write the continuation manifest (it refuses while an exchange is open):
+   `onstation manifest write {node} --l3 L3-NAME --pun PUN --l3-task "L3 TASK"
+    --completed "EXEC: STATUS — SUMMARY" --in-flight "..." --not-started "..."
+    --scratch "STATUS AND CHILDREN TABLES" --next "EXACT NEXT ACTION" --blocker "..."`
+4. Count the respawn: `onstation respawn request {node}`.
+5. Tell your spawner: `onstation message send --from {node} --to SPAWNER --kind
+   respawn_triggered --body "COORD_RESPAWN TRIGGERED; continuation manifest: PATH"`.
+6. Stop.
+"""
+
+
+def onstation_command() -> str:
+    """The absolute path of the running ``onstation`` executable (hooks need no PATH)."""
+    found = shutil.which("onstation")
+    beside = Path(sys.executable).with_name("onstation")
+    if beside.exists():
+        return str(beside)
+    if found:
+        return os.path.realpath(found)
+    return "onstation"
+
+
+def _handler(harness: str, event: str, executable: str) -> dict[str, Any]:
+    return {
+        "type": "command",
+        "command": f"{shlex.quote(executable)} hook {harness} {event}",
+    }
+
+
+def _load_json(path: Path) -> tuple[dict[str, Any], bytes | None]:
+    if path.is_symlink():
+        raise BadInput(f"{path} is a symlink; refusing to edit it")
+    if not path.exists():
+        return {}, None
+    raw = path.read_bytes()
+    try:
+        data = json.loads(raw.decode("utf-8")) if raw.strip() else {}
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadInput(f"{path}: not valid JSON ({exc}); fix it before installing") from exc
+    if not isinstance(data, dict):
+        raise BadInput(f"{path}: must hold a JSON object")
+    return data, raw
+
+
+def _indent_of(raw: bytes | None) -> int:
+    if raw:
+        for line in raw.decode("utf-8", "replace").splitlines()[1:]:
+            stripped = line.lstrip(" ")
+            if stripped and len(line) != len(stripped):
+                return len(line) - len(stripped)
+    return 2
+
+
+def _dump(data: dict[str, Any], indent: int) -> str:
+    return json.dumps(data, indent=indent, ensure_ascii=False) + "\n"
+
+
+def _write(base: Path, relative: Path, text: str) -> None:
+    base.mkdir(parents=True, exist_ok=True)
+    write_inside(base, list(relative.parts), text)
+
+
+def settings_target(harness: str, *, project: str | None, user: bool) -> tuple[Path, Path]:
+    """(base directory, settings file relative to it) for an install."""
+    if (project is None) == (not user):
+        raise BadInput("give exactly one of --project DIR or --user")
+    if harness == "claude-code":
+        if user:
+            base = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+            return base, Path("settings.json")
+        return Path(project or "."), Path(".claude") / "settings.json"
+    if user:
+        base = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+        return base, Path("hooks.json")
+    return Path(project or "."), Path(".codex") / "hooks.json"
+
+
+def install(
+    harness: str,
+    *,
+    project: str | None,
+    user: bool,
+    node: str | None,
+    executable: str | None = None,
+    wrap_statusline: bool = True,
+) -> dict[str, Any]:
+    """Merge onstation into the harness settings; return the install record."""
+    if harness not in ("claude-code", "codex"):
+        raise BadInput(f"unknown harness {harness!r}; use claude-code or codex")
+    base, relative = settings_target(harness, project=project, user=user)
+    if project is not None and not base.is_dir():
+        raise BadInput(f"--project: {base} is not a directory")
+    settings_path = base / relative
+    record_path = settings_path.parent / RECORD
+    if record_path.exists():
+        raise Conflict(f"onstation is already installed here ({record_path}); uninstall first")
+    data, raw = _load_json(settings_path)
+    indent = _indent_of(raw)
+    exe = executable or onstation_command()
+    events = CLAUDE_EVENTS if harness == "claude-code" else CODEX_EVENTS
+    hooks = data.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise BadInput(f"{settings_path}: 'hooks' must be an object")
+    added: dict[str, dict[str, Any]] = {}
+    for event in events:
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise BadInput(f"{settings_path}: hooks.{event} must be a list")
+        group: dict[str, Any] = {"hooks": [_handler(harness, event, exe)]}
+        if event in ("PreToolUse", "PostToolUse"):
+            group = {"matcher": "*", **group}
+        groups.append(group)
+        added[event] = group
+    statusline_before: Any = None
+    statusline_added: Any = None
+    if harness == "claude-code":
+        statusline_before = data.get("statusLine")
+        command = f"{shlex.quote(exe)} statusline"
+        if (
+            wrap_statusline
+            and isinstance(statusline_before, dict)
+            and isinstance(statusline_before.get("command"), str)
+        ):
+            command += f" --wrap {shlex.quote(statusline_before['command'])}"
+        statusline_added = {"type": "command", "command": command}
+        if isinstance(statusline_before, dict) and "padding" in statusline_before:
+            statusline_added["padding"] = statusline_before["padding"]
+        data["statusLine"] = statusline_added
+    skills: list[dict[str, str]] = []
+    if harness == "claude-code":
+        skills_dir = settings_path.parent / "skills"
+        for name, template in (("onstation-relief", RELIEF_SKILL),
+                               ("onstation-coord-respawn", COORD_SKILL)):  # fmt: skip
+            target = skills_dir / name / "SKILL.md"
+            if target.exists():
+                raise Conflict(f"{target} exists and is not onstation's; move it first")
+            text = template.replace("{node}", node or "NODE")
+            _write(settings_path.parent, Path("skills") / name / "SKILL.md", text)
+            skills.append(
+                {"path": str(target), "sha256": hashlib.sha256(text.encode()).hexdigest()}
+            )
+    _write(base, relative, _dump(data, indent))
+    record = {
+        "harness": harness,
+        "settings": str(settings_path),
+        "original": None if raw is None else base64.b64encode(raw).decode("ascii"),
+        "indent": indent,
+        "added_hooks": added,
+        "statusline_before": statusline_before,
+        "statusline_added": statusline_added,
+        "skills": skills,
+        "node": node,
+    }
+    _write(settings_path.parent, Path(RECORD), json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def uninstall(harness: str, *, project: str | None, user: bool) -> dict[str, Any]:
+    """Remove exactly what install added; return what was removed."""
+    base, relative = settings_target(harness, project=project, user=user)
+    settings_path = base / relative
+    record_path = settings_path.parent / RECORD
+    if not record_path.is_file():
+        raise BadInput(f"onstation is not installed here (no {record_path})")
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    data, _raw = _load_json(settings_path)
+    hooks = data.get("hooks")
+    removed = 0
+    if isinstance(hooks, dict):
+        for event, group in record["added_hooks"].items():
+            groups = hooks.get(event)
+            if isinstance(groups, list) and group in groups:
+                groups.remove(group)
+                removed += 1
+                if not groups:
+                    del hooks[event]
+        if not hooks:
+            del data["hooks"]
+    if (
+        record.get("statusline_added") is not None
+        and data.get("statusLine") == record["statusline_added"]
+    ):
+        if record.get("statusline_before") is None:
+            data.pop("statusLine", None)
+        else:
+            data["statusLine"] = record["statusline_before"]
+    original = record.get("original")
+    if original is not None:
+        original_bytes = base64.b64decode(original)
+        before = json.loads(original_bytes.decode("utf-8")) if original_bytes.strip() else {}
+        text = (
+            original_bytes.decode("utf-8")
+            if before == data
+            else _dump(data, int(record.get("indent", 2)))
+        )
+        _write(base, relative, text)
+    elif data:
+        _write(base, relative, _dump(data, int(record.get("indent", 2))))
+    elif settings_path.exists():
+        settings_path.unlink()
+    kept: list[str] = []
+    for skill in record.get("skills", []):
+        path = Path(skill["path"])
+        if path.is_file() and not path.is_symlink():
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            if digest == skill["sha256"]:
+                path.unlink()
+                try:
+                    path.parent.rmdir()
+                    path.parent.parent.rmdir()  # the skills folder, if now empty
+                except OSError:
+                    pass
+            else:
+                kept.append(str(path))
+    record_path.unlink()
+    return {"settings": str(settings_path), "hooks_removed": removed, "skills_kept": kept}

@@ -1,0 +1,646 @@
+"""Harness records in the ledger: workspaces, harness sessions as bodies, tool calls,
+telemetry and tier marks, messages, notes and hand-over documents.
+
+A harness session (a Claude Code session id, a Codex thread) is a body. It is admitted for
+the identity its workspace works for when that identity has no live body, and bound to the
+generation it was admitted for; any other session meanwhile is refused. Admission is a
+sequence of compare-and-swap transactions (fence the dead generation, admit the new one),
+each idempotent through the lease's holder, so two sessions racing for one identity end
+with exactly one admitted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from onstation.core.errors import BadInput, Conflict
+from onstation.core.names import validate_free_text, validate_name
+from onstation.core.types import Record
+from onstation.ledger.backends import Row, Tx
+from onstation.ledger.ledger import Ledger, _at, from_us
+
+#: Harness sessions sit idle for hours between prompts; a long lease renewed by every hook.
+SESSION_LEASE_TTL = timedelta(hours=12)
+
+_SESSION_COLUMNS = (
+    "session_id, harness, node, generation, lease_id, state, workspace, bound_at, "
+    "relief_requested_at, stop_blocked_at, telemetry_cursor"
+)
+
+
+@dataclass(frozen=True)
+class BodySession(Record):
+    """One harness session and the body it is (or was refused as)."""
+
+    session_id: str
+    harness: str
+    node: str
+    generation: int
+    lease_id: int | None
+    state: str
+    workspace: str | None
+    bound_at: datetime
+    relief_requested_at: datetime | None
+    stop_blocked_at: datetime | None
+    telemetry_cursor: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Message(Record):
+    """A message between actors, or to a body."""
+
+    message_id: int
+    sender: str
+    recipient: str
+    kind: str
+    body: str
+    reply_to: int | None
+    created_at: datetime
+    delivered_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Note(Record):
+    """A decision (with its rationale) or a note an agent recorded for its successor."""
+
+    note_id: int
+    node: str
+    generation: int
+    kind: str
+    text: str
+    rationale: str | None
+    at: datetime
+
+
+@dataclass(frozen=True)
+class Document(Record):
+    """A turnover brief or continuation manifest, kept exactly as given to a successor."""
+
+    document_id: int
+    node: str
+    generation: int
+    kind: str
+    path: str
+    content: dict[str, Any]
+    digest: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class Admission(Record):
+    """The answer to "may this session act for the identity?"."""
+
+    session: BodySession
+    admitted: bool
+    fenced: bool
+    holder: str | None
+    reason: str
+
+
+def holder_for(harness: str, session_id: str) -> str:
+    """The lease holder string of a harness session (how admission stays idempotent)."""
+    return f"{harness} session {session_id}"
+
+
+def _session(row: Row) -> BodySession:
+    return BodySession(
+        session_id=row[0],
+        harness=row[1],
+        node=row[2],
+        generation=int(row[3]),
+        lease_id=None if row[4] is None else int(row[4]),
+        state=row[5],
+        workspace=row[6],
+        bound_at=_at(row[7]),
+        relief_requested_at=from_us(row[8]),
+        stop_blocked_at=from_us(row[9]),
+        telemetry_cursor=None if row[10] is None else json.loads(row[10]),
+    )
+
+
+def _validate_session_id(session_id: str) -> str:
+    validate_free_text(session_id, "session_id", 256)
+    if not session_id.strip():
+        raise BadInput("session_id: must not be empty", field="session_id")
+    return session_id
+
+
+class HarnessLedger:
+    """The harness-facing records, over one :class:`Ledger` (same database, same clock)."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    # -- workspaces ---------------------------------------------------------------------------
+
+    def bind_workspace(self, path: str, node: str, *, harness: str, by: str) -> None:
+        """Declare that the workspace at ``path`` (and below) works for ``node``."""
+        validate_name(node, "node")
+        validate_name(harness, "harness")
+        real = os.path.realpath(path)
+
+        def body(tx: Tx, now: int) -> None:
+            self.ledger._get_node(tx, node)
+            tx.run("DELETE FROM workspace_binding WHERE path = ?", (real,))
+            tx.run(
+                "INSERT INTO workspace_binding (path, node, harness, bound_at) VALUES (?, ?, ?, ?)",
+                (real, node, harness, now),
+            )
+            self.ledger._event(tx, now, node=node, kind="workspace.bound", generation=None,
+                               actor=by, path=real, harness=harness)  # fmt: skip
+
+        self.ledger._write(body)
+
+    def unbind_workspace(self, path: str, *, by: str) -> str | None:
+        """Forget the binding of exactly ``path``; returns the node it was bound to."""
+        real = os.path.realpath(path)
+
+        def body(tx: Tx, now: int) -> str | None:
+            row = tx.one("SELECT node FROM workspace_binding WHERE path = ?", (real,))
+            if row is None:
+                return None
+            tx.run("DELETE FROM workspace_binding WHERE path = ?", (real,))
+            self.ledger._event(tx, now, node=row[0], kind="workspace.unbound", generation=None,
+                               actor=by, path=real)  # fmt: skip
+            return str(row[0])
+
+        return self.ledger._write(body)
+
+    def node_for_workspace(self, path: str) -> tuple[str, str] | None:
+        """(node, bound path) of the closest bound ancestor of ``path``, if any."""
+        real = os.path.realpath(path)
+        candidates = [real]
+        parent = os.path.dirname(real)
+        while parent and parent != candidates[-1]:
+            candidates.append(parent)
+            parent = os.path.dirname(parent)
+        marks = ", ".join("?" for _ in candidates)
+
+        def body(tx: Tx, _now: int) -> tuple[str, str] | None:
+            rows = tx.all(
+                f"SELECT path, node FROM workspace_binding WHERE path IN ({marks})", candidates
+            )
+            if not rows:
+                return None
+            path_, node = max(rows, key=lambda r: len(r[0]))
+            return str(node), str(path_)
+
+        return self.ledger._read(body)
+
+    # -- sessions as bodies -------------------------------------------------------------------
+
+    def session(self, session_id: str) -> BodySession | None:
+        """The recorded body of a harness session, if it was ever seen."""
+        return self.ledger._read(lambda tx, _now: self._load_session(tx, session_id))
+
+    @staticmethod
+    def _load_session(tx: Tx, session_id: str) -> BodySession | None:
+        row = tx.one(
+            f"SELECT {_SESSION_COLUMNS} FROM body_session WHERE session_id = ?", (session_id,)
+        )
+        return None if row is None else _session(row)
+
+    def sessions(self, node: str) -> list[BodySession]:
+        """Every session seen for a node, oldest first."""
+        validate_name(node, "node")
+        return self.ledger._read(
+            lambda tx, _now: [
+                _session(r)
+                for r in tx.all(
+                    f"SELECT {_SESSION_COLUMNS} FROM body_session WHERE node = ? "
+                    "ORDER BY bound_at, session_id",
+                    (node,),
+                )
+            ]
+        )
+
+    def admit_session(
+        self,
+        session_id: str,
+        *,
+        harness: str,
+        node: str,
+        workspace: str | None,
+        ttl: timedelta = SESSION_LEASE_TTL,
+    ) -> Admission:
+        """Admit the session as the node's body if it has no live body; else refuse it.
+
+        A session once admitted is bound to its generation forever: after a fence it is a
+        stale body and is never admitted again. A refused session is re-judged on each call,
+        so it is admitted once the live body is gone (fenced, released or expired).
+        """
+        _validate_session_id(session_id)
+        validate_name(harness, "harness")
+        validate_name(node, "node")
+        holder = holder_for(harness, session_id)
+        for _attempt in range(5):
+            known = self.session(session_id)
+            current = self.ledger.get_node(node)
+            if known is not None and known.state == "ADMITTED":
+                fenced = known.generation != current.generation
+                live = self.ledger.live_lease(node)
+                alive = live is not None and live.lease_id == known.lease_id
+                if not fenced and not alive:
+                    # Its lease ran out while it was idle: the generation is unchanged and
+                    # no other body took it, so nothing can have acted in between.
+                    return Admission(
+                        known, False, False, None,
+                        "lease expired while idle: start a new session (it will be admitted)",
+                    )  # fmt: skip
+                return Admission(
+                    known,
+                    not fenced,
+                    fenced,
+                    None,
+                    "admitted" if not fenced else "fenced: generation superseded",
+                )
+            live = self.ledger.live_lease(node)
+            if live is not None and live.holder != holder:
+                refused = self._record_session(
+                    session_id, harness, node, current.generation, None, "REFUSED", workspace
+                )
+                return Admission(
+                    refused,
+                    False,
+                    False,
+                    live.holder,
+                    f"{node} already has a live body ({live.holder or 'unnamed'}, generation "
+                    f"{live.generation})",
+                )
+            try:
+                if live is None:
+                    leases = self.ledger.leases(node)
+                    if any(ls.generation == current.generation for ls in leases):
+                        self.ledger.fence(
+                            node,
+                            expect_generation=current.generation,
+                            by=holder,
+                            reason="new session; the previous body is gone",
+                        )
+                        current = self.ledger.get_node(node)
+                    live = self.ledger.acquire_lease(
+                        node, holder=holder, ttl=ttl, expect_generation=current.generation,
+                        by=holder,
+                    )  # fmt: skip
+            except Conflict:
+                continue  # another session moved first; judge again
+            admitted = self._record_session(
+                session_id, harness, node, live.generation, live.lease_id, "ADMITTED", workspace
+            )
+            return Admission(admitted, True, False, holder, "admitted")
+        raise Conflict(f"could not settle admission of session {session_id} for {node}")
+
+    def _record_session(
+        self,
+        session_id: str,
+        harness: str,
+        node: str,
+        generation: int,
+        lease_id: int | None,
+        state: str,
+        workspace: str | None,
+    ) -> BodySession:
+        def body(tx: Tx, now: int) -> BodySession:
+            existing = self._load_session(tx, session_id)
+            if existing is not None and existing.state == "ADMITTED":
+                return existing  # bound for good; never rebound
+            if existing is None:
+                tx.run(
+                    f"INSERT INTO body_session ({_SESSION_COLUMNS}) VALUES "
+                    "(?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL)",
+                    (session_id, harness, node, generation, lease_id, state, workspace, now),
+                )
+            else:
+                tx.run(
+                    "UPDATE body_session SET generation = ?, lease_id = ?, state = ?, "
+                    "bound_at = ? WHERE session_id = ?",
+                    (generation, lease_id, state, now, session_id),
+                )
+            if existing is None or existing.state != state:
+                self.ledger._event(tx, now, node=node, kind=f"session.{state.lower()}",
+                                   generation=generation, actor=holder_for(harness, session_id),
+                                   session_id=session_id, lease_id=lease_id,
+                                   workspace=workspace)  # fmt: skip
+            loaded = self._load_session(tx, session_id)
+            assert loaded is not None
+            return loaded
+
+        return self.ledger._write(body)
+
+    def bind_launched_session(
+        self, session_id: str, *, harness: str, node: str, generation: int, lease_id: int,
+        workspace: str | None,
+    ) -> BodySession:  # fmt: skip
+        """Bind a session onstation launched itself to the lease it was launched under."""
+        _validate_session_id(session_id)
+        return self._record_session(
+            session_id, harness, node, generation, lease_id, "ADMITTED", workspace
+        )
+
+    def set_session_flag(self, session_id: str, flag: str) -> None:
+        """Stamp ``relief_requested_at`` or ``stop_blocked_at`` on a session (once)."""
+        if flag not in ("relief_requested_at", "stop_blocked_at"):
+            raise BadInput(f"unknown session flag {flag!r}")
+
+        def body(tx: Tx, now: int) -> None:
+            tx.run(
+                f"UPDATE body_session SET {flag} = ? WHERE session_id = ? AND {flag} IS NULL",
+                (now, session_id),
+            )
+
+        self.ledger._write(body)
+
+    def set_cursor(self, session_id: str, cursor: dict[str, Any]) -> None:
+        """Remember where the session's transcript was read up to."""
+        text = json.dumps(cursor, sort_keys=True)
+        self.ledger._write(
+            lambda tx, _now: tx.run(
+                "UPDATE body_session SET telemetry_cursor = ? WHERE session_id = ?",
+                (text, session_id),
+            )
+        )
+
+    # -- effect-capable tool calls ------------------------------------------------------------
+
+    def record_tool_call(self, tool_use_id: str, session_id: str, effect_id: str) -> None:
+        """Remember which effect a tool call dispatched, for its PostToolUse."""
+        validate_free_text(tool_use_id, "tool_use_id", 256)
+
+        def body(tx: Tx, now: int) -> None:
+            tx.run("DELETE FROM tool_call WHERE tool_use_id = ?", (tool_use_id,))
+            tx.run(
+                "INSERT INTO tool_call (tool_use_id, session_id, effect_id, at) "
+                "VALUES (?, ?, ?, ?)",
+                (tool_use_id, session_id, effect_id, now),
+            )
+
+        self.ledger._write(body)
+
+    def effect_for_tool_call(self, tool_use_id: str) -> str | None:
+        """The effect a PreToolUse dispatched for this tool call, if any."""
+        row = self.ledger._read(
+            lambda tx, _now: tx.one(
+                "SELECT effect_id FROM tool_call WHERE tool_use_id = ?", (tool_use_id,)
+            )
+        )
+        return None if row is None else str(row[0])
+
+    # -- telemetry ----------------------------------------------------------------------------
+
+    def record_fill(
+        self,
+        session: BodySession,
+        *,
+        percent: float,
+        used_tokens: int | None,
+        window_tokens: int,
+        source: str,
+        model: str | None,
+        tier: str,
+    ) -> bool:
+        """Store the body's latest fill; True when this tier is new for this body.
+
+        A tier is recorded once per body: the first time the body reports it, as an event
+        carrying the generation that reported it.
+        """
+
+        def body(tx: Tx, now: int) -> bool:
+            tx.run("DELETE FROM telemetry WHERE session_id = ?", (session.session_id,))
+            tx.run(
+                "INSERT INTO telemetry (session_id, node, generation, percent, used_tokens, "
+                "window_tokens, source, model, tier, reported_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (session.session_id, session.node, session.generation, percent, used_tokens,
+                 window_tokens, source, model, tier, now),
+            )  # fmt: skip
+            seen = tx.one(
+                "SELECT 1 FROM tier_mark WHERE session_id = ? AND tier = ?",
+                (session.session_id, tier),
+            )
+            if seen is not None:
+                return False
+            tx.run(
+                "INSERT INTO tier_mark (session_id, tier, generation, percent, at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (session.session_id, tier, session.generation, percent, now),
+            )
+            self.ledger._event(tx, now, node=session.node, kind="hull.tier",
+                               generation=session.generation,
+                               actor=holder_for(session.harness, session.session_id),
+                               tier=tier, percent=round(percent, 2), source=source,
+                               session_id=session.session_id)  # fmt: skip
+            return True
+
+        return self.ledger._write(body)
+
+    def latest_fill(self, node: str) -> dict[str, Any] | None:
+        """The most recent fill reading of any body of ``node``."""
+        row = self.ledger._read(
+            lambda tx, _now: tx.one(
+                "SELECT session_id, generation, percent, used_tokens, window_tokens, source, "
+                "model, tier, reported_at FROM telemetry WHERE node = ? "
+                "ORDER BY reported_at DESC LIMIT 1",
+                (node,),
+            )
+        )
+        if row is None:
+            return None
+        keys = ["session_id", "generation", "percent", "used_tokens", "window_tokens", "source",
+                "model", "tier"]  # fmt: skip
+        data = dict(zip(keys, row[:8], strict=True))
+        data["reported_at"] = _at(row[8]).isoformat().replace("+00:00", "Z")
+        return data
+
+    # -- messages -----------------------------------------------------------------------------
+
+    def post_message(
+        self, *, sender: str, recipient: str, kind: str, body: str, reply_to: int | None = None
+    ) -> Message:
+        """Queue a message for an actor or a node."""
+        validate_name(sender, "from")
+        validate_name(recipient, "to")
+        validate_name(kind, "kind")
+        validate_free_text(body, "body", 20_000)
+
+        def run(tx: Tx, now: int) -> Message:
+            if (
+                reply_to is not None
+                and tx.one("SELECT 1 FROM message WHERE message_id = ?", (reply_to,)) is None
+            ):
+                raise BadInput(f"--reply-to: no such message {reply_to}")
+            row = tx.one(
+                "INSERT INTO message (sender, recipient, kind, body, reply_to, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) RETURNING message_id",
+                (sender, recipient, kind, body, reply_to, now),
+            )
+            assert row is not None
+            node = tx.one("SELECT name FROM agent_node WHERE name = ?", (recipient,))
+            self.ledger._event(tx, now, node=None if node is None else recipient,
+                               kind="message.sent", generation=None, actor=sender,
+                               message_id=int(row[0]), to=recipient, message_kind=kind,
+                               reply_to=reply_to)  # fmt: skip
+            return Message(int(row[0]), sender, recipient, kind, body, reply_to, _at(now), None)
+
+        return self.ledger._write(run)
+
+    def take_messages(self, recipient: str, *, delivered_to: str) -> list[Message]:
+        """Every undelivered message for ``recipient``, marked delivered in the same step."""
+        validate_name(recipient, "to")
+
+        def run(tx: Tx, now: int) -> list[Message]:
+            rows = tx.all(
+                "UPDATE message SET delivered_at = ?, delivered_to = ? "
+                "WHERE recipient = ? AND delivered_at IS NULL "
+                "RETURNING message_id, sender, recipient, kind, body, reply_to, created_at",
+                (now, delivered_to, recipient),
+            )
+            return sorted(
+                (
+                    Message(int(r[0]), r[1], r[2], r[3], r[4],
+                            None if r[5] is None else int(r[5]), _at(r[6]), _at(now))
+                    for r in rows
+                ),
+                key=lambda m: m.message_id,
+            )  # fmt: skip
+
+        return self.ledger._write(run)
+
+    def messages(self, recipient: str) -> list[Message]:
+        """Every message for ``recipient``, delivered or not."""
+        validate_name(recipient, "to")
+        return self.ledger._read(
+            lambda tx, _now: [
+                Message(
+                    int(r[0]),
+                    r[1],
+                    r[2],
+                    r[3],
+                    r[4],
+                    None if r[5] is None else int(r[5]),
+                    _at(r[6]),
+                    from_us(r[7]),
+                )
+                for r in tx.all(
+                    "SELECT message_id, sender, recipient, kind, body, reply_to, created_at, "
+                    "delivered_at FROM message WHERE recipient = ? ORDER BY message_id",
+                    (recipient,),
+                )
+            ]
+        )
+
+    def open_exchanges(self, node: str) -> list[Message]:
+        """APPROACH or CHECKPOINT messages to ``node`` that have no reply yet."""
+        validate_name(node, "node")
+        return self.ledger._read(
+            lambda tx, _now: [
+                Message(int(r[0]), r[1], r[2], r[3], r[4], None, _at(r[5]), from_us(r[6]))
+                for r in tx.all(
+                    "SELECT m.message_id, m.sender, m.recipient, m.kind, m.body, m.created_at, "
+                    "m.delivered_at FROM message m WHERE m.recipient = ? "
+                    "AND m.kind IN ('APPROACH', 'CHECKPOINT') AND NOT EXISTS "
+                    "(SELECT 1 FROM message r WHERE r.reply_to = m.message_id) "
+                    "ORDER BY m.message_id",
+                    (node,),
+                )
+            ]
+        )
+
+    # -- notes and documents ------------------------------------------------------------------
+
+    def add_note(
+        self, node: str, *, kind: str, text: str, rationale: str | None = None, by: str
+    ) -> Note:
+        """Record a decision (with its rationale) or a note under the current generation."""
+        validate_name(node, "node")
+        if kind not in ("decision", "note"):
+            raise BadInput(f"note kind must be decision or note, not {kind!r}")
+        validate_free_text(text, "text")
+        if not text.strip():
+            raise BadInput("note: text must not be empty", field="text")
+        if rationale is not None:
+            validate_free_text(rationale, "why")
+
+        def body(tx: Tx, now: int) -> Note:
+            current = self.ledger._lock_node(tx, node)
+            row = tx.one(
+                "INSERT INTO note (node, generation, kind, text, rationale, at) "
+                "VALUES (?, ?, ?, ?, ?, ?) RETURNING note_id",
+                (node, current.generation, kind, text, rationale, now),
+            )
+            assert row is not None
+            self.ledger._event(tx, now, node=node, kind=f"note.{kind}",
+                               generation=current.generation, actor=by,
+                               note_id=int(row[0]))  # fmt: skip
+            return Note(int(row[0]), node, current.generation, kind, text, rationale, _at(now))
+
+        return self.ledger._write(body)
+
+    def notes(self, node: str) -> list[Note]:
+        """The node's decisions and notes, oldest first."""
+        validate_name(node, "node")
+        return self.ledger._read(
+            lambda tx, _now: [
+                Note(int(r[0]), r[1], int(r[2]), r[3], r[4], r[5], _at(r[6]))
+                for r in tx.all(
+                    "SELECT note_id, node, generation, kind, text, rationale, at FROM note "
+                    "WHERE node = ? ORDER BY note_id",
+                    (node,),
+                )
+            ]
+        )
+
+    def record_document(
+        self, node: str, *, kind: str, path: str, content: dict[str, Any], by: str
+    ) -> Document:
+        """Keep the JSON form of a brief or manifest, exactly as a successor will get it."""
+        validate_name(node, "node")
+        text = json.dumps(content, sort_keys=True, ensure_ascii=False)
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+        def body(tx: Tx, now: int) -> Document:
+            current = self.ledger._lock_node(tx, node)
+            row = tx.one(
+                "INSERT INTO document (node, generation, kind, path, content, digest, at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING document_id",
+                (node, current.generation, kind, path, text, digest, now),
+            )
+            assert row is not None
+            self.ledger._event(tx, now, node=node, kind=f"{kind}.written",
+                               generation=current.generation, actor=by, path=path,
+                               document_id=int(row[0]), digest=digest)  # fmt: skip
+            return Document(int(row[0]), node, current.generation, kind, path, content, digest,
+                            _at(now))  # fmt: skip
+
+        return self.ledger._write(body)
+
+    def latest_document(self, node: str, kind: str) -> Document | None:
+        """The newest brief or manifest of ``node``."""
+        validate_name(node, "node")
+        row = self.ledger._read(
+            lambda tx, _now: tx.one(
+                "SELECT document_id, node, generation, kind, path, content, digest, at "
+                "FROM document WHERE node = ? AND kind = ? ORDER BY document_id DESC LIMIT 1",
+                (node, kind),
+            )
+        )
+        if row is None:
+            return None
+        return Document(int(row[0]), row[1], int(row[2]), row[3], row[4], json.loads(row[5]),
+                        row[6], _at(row[7]))  # fmt: skip
+
+
+__all__ = [
+    "SESSION_LEASE_TTL",
+    "Admission",
+    "BodySession",
+    "Document",
+    "HarnessLedger",
+    "Message",
+    "Note",
+    "holder_for",
+]

@@ -1,0 +1,94 @@
+-- Harness bodies, telemetry, mailboxes and documents (schema version 3).
+
+-- Which identity a workspace (a directory tree) works for.
+CREATE TABLE workspace_binding (
+    path        TEXT PRIMARY KEY,
+    node        TEXT NOT NULL REFERENCES agent_node(name),
+    harness     TEXT NOT NULL,
+    bound_at    INTEGER NOT NULL
+);
+
+-- A harness session (Claude Code session id, Codex thread) is a body: it is bound to the
+-- identity and generation it was admitted for, or recorded as refused.
+CREATE TABLE body_session (
+    session_id           TEXT PRIMARY KEY,
+    harness              TEXT NOT NULL,
+    node                 TEXT NOT NULL REFERENCES agent_node(name),
+    generation           INTEGER NOT NULL,
+    lease_id             INTEGER REFERENCES body_lease(lease_id),
+    state                TEXT NOT NULL CHECK (state IN ('ADMITTED', 'REFUSED')),
+    workspace            TEXT,
+    bound_at             INTEGER NOT NULL,
+    relief_requested_at  INTEGER,
+    stop_blocked_at      INTEGER,
+    telemetry_cursor     TEXT
+);
+CREATE INDEX body_session_by_node ON body_session(node, generation);
+
+-- Effect-capable tool calls between PreToolUse and PostToolUse.
+CREATE TABLE tool_call (
+    tool_use_id  TEXT PRIMARY KEY,
+    session_id   TEXT NOT NULL,
+    effect_id    TEXT NOT NULL REFERENCES effect(effect_id),
+    at           INTEGER NOT NULL
+);
+
+-- The latest fill reading of each body, and the tiers each body has reported (once each).
+CREATE TABLE telemetry (
+    session_id   TEXT PRIMARY KEY,
+    node         TEXT NOT NULL REFERENCES agent_node(name),
+    generation   INTEGER NOT NULL,
+    percent      REAL NOT NULL,
+    used_tokens  INTEGER,
+    window_tokens INTEGER NOT NULL,
+    source       TEXT NOT NULL,
+    model        TEXT,
+    tier         TEXT NOT NULL,
+    reported_at  INTEGER NOT NULL
+);
+CREATE TABLE tier_mark (
+    session_id   TEXT NOT NULL,
+    tier         TEXT NOT NULL,
+    generation   INTEGER NOT NULL,
+    percent      REAL NOT NULL,
+    at           INTEGER NOT NULL,
+    PRIMARY KEY (session_id, tier)
+);
+
+-- Messages between actors and to bodies (relief requests, shutdown, respawn, exchanges).
+CREATE TABLE message (
+    message_id    INTEGER PRIMARY KEY,
+    sender        TEXT NOT NULL,
+    recipient     TEXT NOT NULL,
+    kind          TEXT NOT NULL,
+    body          TEXT NOT NULL,
+    reply_to      INTEGER REFERENCES message(message_id),
+    created_at    INTEGER NOT NULL,
+    delivered_at  INTEGER,
+    delivered_to  TEXT
+);
+CREATE INDEX message_by_recipient ON message(recipient, delivered_at);
+
+-- Decisions and notes an agent records for its successor.
+CREATE TABLE note (
+    note_id     INTEGER PRIMARY KEY,
+    node        TEXT NOT NULL REFERENCES agent_node(name),
+    generation  INTEGER NOT NULL,
+    kind        TEXT NOT NULL CHECK (kind IN ('decision', 'note')),
+    text        TEXT NOT NULL,
+    rationale   TEXT,
+    at          INTEGER NOT NULL
+);
+
+-- Turnover briefs and continuation manifests: the exact JSON given to a successor.
+CREATE TABLE document (
+    document_id  INTEGER PRIMARY KEY,
+    node         TEXT NOT NULL REFERENCES agent_node(name),
+    generation   INTEGER NOT NULL,
+    kind         TEXT NOT NULL CHECK (kind IN ('brief', 'manifest')),
+    path         TEXT NOT NULL,
+    content      TEXT NOT NULL,
+    digest       TEXT NOT NULL,
+    at           INTEGER NOT NULL
+);
+CREATE INDEX document_by_node ON document(node, kind, document_id);

@@ -1,0 +1,1 @@
+"""Orchestration: hull monitoring in the harness hooks, relief, successor launch and settlement."""

@@ -1,0 +1,390 @@
+"""Turnover briefs and continuation manifests, built from evidence.
+
+A brief (the relief procedure's hand-over) and a manifest (a coordinator's respawn
+hand-over) are filled from artifacts: git (branch, head, files changed against the base),
+the ledger (the episode's objective, effects, recorded decisions and notes, the respawn
+count) and the telemetry (context used, tier). What only the agent can say (what it was
+doing, what remains, why it decided things) comes from flags or a JSON file; whatever is
+not supplied is marked missing, never invented.
+
+The JSON form is kept in the ledger exactly as the successor will get it; the Markdown
+form is written atomically inside the workspace.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from onstation.core.errors import BadInput, Conflict
+from onstation.core.names import validate_name
+from onstation.harness.files import write_inside
+from onstation.harness.git import GitEvidence, collect
+from onstation.ledger import Ledger
+from onstation.ledger.bodies import HarnessLedger
+
+MISSING = "*missing: not supplied by the agent*"
+
+STANDARD_HANDOFF = [
+    'Read the files listed in "Completed Work" to understand the current state.',
+    'Continue from the "Remaining Work" list.',
+    "Respect the decisions made (unless you find clear issues).",
+]
+
+_BRIEF_KEYS = {
+    "task_id", "task", "status", "completed", "remaining", "decisions", "context", "handoff",
+    "reason",
+}  # fmt: skip
+_MANIFEST_KEYS = {
+    "l3_task", "completed", "in_flight", "not_started", "scratch", "next_action", "blockers",
+}  # fmt: skip
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+
+
+@dataclass
+class Supplied:
+    """What the agent supplied, from flags and/or a JSON file (flags win)."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: str | None, allowed: set[str], **flags: Any) -> Supplied:
+        """Merge the JSON file at ``path`` (if any) with flag values."""
+        values: dict[str, Any] = {}
+        if path is not None:
+            try:
+                text = Path(path).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise BadInput(f"--from: cannot read {path}: {exc.strerror}") from exc
+            from onstation.core.canonical import loads_strict
+
+            data = loads_strict(text, "--from")
+            if not isinstance(data, dict):
+                raise BadInput("--from: must hold a JSON object")
+            unknown = sorted(set(data) - allowed)
+            if unknown:
+                raise BadInput(f"--from: unknown field {unknown[0]!r}")
+            values.update(data)
+        for key, value in flags.items():
+            if value not in (None, (), []):
+                values[key] = list(value) if isinstance(value, tuple) else value
+        for key, value in values.items():
+            if isinstance(value, list):
+                if not all(isinstance(v, (str, dict)) for v in value):
+                    raise BadInput(f"{key}: must be a list of strings")
+            elif not isinstance(value, str):
+                raise BadInput(f"{key}: must be a string")
+        return cls(values)
+
+    def text(self, key: str) -> str | None:
+        value = self.values.get(key)
+        return value.strip() or None if isinstance(value, str) else None
+
+    def items(self, key: str) -> list[str]:
+        value = self.values.get(key)
+        if isinstance(value, str):
+            return [value] if value.strip() else []
+        if isinstance(value, list):
+            return [v if isinstance(v, str) else json.dumps(v, sort_keys=True) for v in value]
+        return []
+
+
+def _split_pair(item: str, seps: tuple[str, ...]) -> tuple[str, str | None]:
+    for sep in seps:
+        if sep in item:
+            left, right = item.split(sep, 1)
+            return left.strip(), right.strip() or None
+    return item.strip(), None
+
+
+def _bullets(items: list[str]) -> str:
+    return "\n".join(f"- {i}" for i in items) if items else f"- {MISSING}"
+
+
+def _git_json(evidence: GitEvidence) -> dict[str, Any]:
+    return {
+        "repository": evidence.repository,
+        "branch": evidence.branch,
+        "head": evidence.head,
+        "base": evidence.base,
+        "base_commit": evidence.base_commit,
+        "remote": evidence.remote,
+        "changed_files": evidence.changed_files,
+        "untracked_files": evidence.untracked_files,
+        "dirty": evidence.dirty,
+    }
+
+
+def _timestamp(now: datetime) -> str:
+    return now.strftime("%Y%m%dT%H%M%SZ")
+
+
+def workspace_of(records: HarnessLedger, node: str, explicit: str | None) -> str:
+    """The workspace a document of ``node`` belongs in: ``--workspace`` or its binding."""
+    if explicit is not None:
+        if not Path(explicit).is_dir():
+            raise BadInput(f"--workspace: {explicit} is not a directory")
+        return explicit
+    bound = records.ledger._read(
+        lambda tx, _now: tx.one(
+            "SELECT path FROM workspace_binding WHERE node = ? ORDER BY bound_at DESC LIMIT 1",
+            (node,),
+        )
+    )
+    if bound is None:
+        raise BadInput(f"{node} has no bound workspace; give --workspace DIR")
+    return str(bound[0])
+
+
+def write_brief(
+    ledger: Ledger,
+    node: str,
+    supplied: Supplied,
+    *,
+    workspace: str | None = None,
+    base: str | None = None,
+    by: str = "agent",
+) -> tuple[Path, dict[str, Any]]:
+    """Build the turnover brief from evidence, write it, keep its JSON; return both."""
+    validate_name(node, "node")
+    records = HarnessLedger(ledger)
+    current = ledger.get_node(node)
+    where = workspace_of(records, node, workspace)
+    evidence = collect(where, base)
+    now = ledger._clock()
+    fill = records.latest_fill(node)
+    episodes = [e for e in ledger.episodes(node) if e.state == "OPEN"]
+    effects = ledger.effects(node)
+    notes = records.notes(node)
+
+    task = supplied.text("task") or (episodes[-1].objective if episodes else None)
+    decisions = [
+        {"decision": d, "rationale": r}
+        for d, r in (_split_pair(i, (": ", " — ", " -- ")) for i in supplied.items("decisions"))
+    ] + [
+        {"decision": n.text, "rationale": n.rationale} for n in notes if n.kind == "decision"
+    ]  # fmt: skip
+    completed = [
+        {"path": p, "what": w}
+        for p, w in (_split_pair(i, (" — ", " -- ", ": ")) for i in supplied.items("completed"))
+    ]
+    tier = fill["tier"] if fill else None
+    reason = supplied.text("reason") or (f"Hull integrity {tier.capitalize()}" if tier else None)
+    content: dict[str, Any] = {
+        "kind": "turnover-brief",
+        "version": 1,
+        "agent": node,
+        "generation": current.generation,
+        "date": now.isoformat().replace("+00:00", "Z"),
+        "context_used_percent": None if fill is None else round(float(fill["percent"]), 1),
+        "tier": tier,
+        "reason": reason,
+        "current_task": {
+            "id": supplied.text("task_id"),
+            "description": task,
+            "status": supplied.text("status"),
+        },
+        "completed_work": completed,
+        "remaining_work": supplied.items("remaining"),
+        "decisions": decisions,
+        "files_modified": sorted(set(evidence.changed_files) | set(evidence.untracked_files)),
+        "important_context": supplied.items("context"),
+        "handoff_instructions": supplied.items("handoff") or STANDARD_HANDOFF,
+        "evidence": {
+            "git": _git_json(evidence),
+            "telemetry": fill,
+            "effects": [
+                {
+                    "effect_id": e.effect_id,
+                    "state": e.state.value,
+                    "operation": e.operation,
+                    "destination": e.destination,
+                    "generation": e.generation,
+                }
+                for e in effects
+            ],
+            "notes": [n.text for n in notes if n.kind == "note"],
+        },
+    }
+    content["missing"] = _missing_brief(content)
+    name = f"{node}-{_timestamp(now)}.md"
+    markdown = render_brief(content)
+    content["markdown"] = markdown
+    path = write_inside(where, [".bridge", "turnovers", name], markdown)
+    records.record_document(node, kind="brief", path=str(path), content=content, by=by)
+    return path, content
+
+
+def _missing_brief(content: dict[str, Any]) -> list[str]:
+    missing = []
+    for key in ("id", "description", "status"):
+        if content["current_task"][key] is None:
+            missing.append(f"current_task.{key}")
+    for key in ("completed_work", "remaining_work", "decisions", "important_context"):
+        if not content[key]:
+            missing.append(key)
+    if content["context_used_percent"] is None:
+        missing.append("context_used_percent")
+    if not content["evidence"]["git"]["repository"]:
+        missing.append("files_modified (not a git repository)")
+    return missing
+
+
+def _or_missing(value: Any) -> str:
+    return MISSING if value in (None, "", []) else str(value)
+
+
+def render_brief(c: dict[str, Any]) -> str:
+    """The Markdown form of a brief, in the relief procedure's layout."""
+    task = c["current_task"]
+    completed = [f"{w['path']} — {w['what'] or MISSING}" for w in c["completed_work"]]
+    decisions = [f"{d['decision']}: {d['rationale'] or MISSING}" for d in c["decisions"]]
+    git = c["evidence"]["git"]
+    files = "\n".join(c["files_modified"]) if git["repository"] else "(not a git repository)"
+    effects = [
+        f"{e['effect_id']} {e['state']} {e['operation']} -> {e['destination']}"
+        for e in c["evidence"]["effects"]
+        if e["state"] != "COMMITTED"
+    ]
+    context = c["context_used_percent"]
+    lines = [
+        f"## Turnover Brief — {c['agent']}",
+        "",
+        f"**Date**: {c['date']}",
+        f"**Context Used**: {MISSING if context is None else f'{context}%'}",
+        f"**Reason**: {_or_missing(c['reason'])}",
+        f"**Generation**: {c['generation']}",
+        "",
+        "### Current Task",
+        f"**Task ID**: {_or_missing(task['id'])}",
+        f"**Description**: {_or_missing(task['description'])}",
+        f"**Status**: {_or_missing(task['status'])}",
+        "",
+        "### Completed Work",
+        _bullets(completed),
+        "",
+        "### Remaining Work",
+        _bullets(c["remaining_work"]),
+        "",
+        "### Key Decisions Made",
+        _bullets(decisions),
+        "",
+        "### Files Modified",
+        "```bash",
+        files or "(none)",
+        "```",
+        f"Branch {_or_missing(git['branch'])} at {_or_missing(git['head'])}, "
+        f"against {_or_missing(git['base'])} ({_or_missing(git['base_commit'])}).",
+        "",
+        "### Effects Not Yet Settled",
+        "\n".join(f"- {e}" for e in effects) if effects else "- none",
+        "",
+        "### Important Context",
+        _bullets(c["important_context"]),
+        "",
+        "### Handoff Instructions",
+        "\n".join(f"{i}. {text}" for i, text in enumerate(c["handoff_instructions"], 1)),
+        "",
+    ]
+    if c["missing"]:
+        lines += ["### Missing From This Brief", _bullets(c["missing"]), ""]
+    return "\n".join(lines)
+
+
+def write_manifest(
+    ledger: Ledger,
+    node: str,
+    supplied: Supplied,
+    *,
+    l3: str,
+    pun: str,
+    workspace: str | None = None,
+    by: str = "agent",
+) -> tuple[Path, dict[str, Any]]:
+    """The coordinator's continuation manifest; refused unless at a clean task boundary."""
+    validate_name(node, "node")
+    for label, value in (("--l3", l3), ("--pun", pun)):
+        if not _SLUG.match(value):
+            raise BadInput(f"{label}: lower-case letters, digits and - only ({value!r})")
+    records = HarnessLedger(ledger)
+    open_ = records.open_exchanges(node)
+    if open_:
+        first = open_[0]
+        raise Conflict(
+            f"not a clean boundary: {first.kind} from {first.sender} (message "
+            f"{first.message_id}) awaits a reply; finish that exchange first",
+            open_exchanges=[m.message_id for m in open_],
+        )
+    current = ledger.get_node(node)
+    where = workspace_of(records, node, workspace)
+    now = ledger._clock()
+    fill = records.latest_fill(node)
+    respawn = ledger.respawn_status(node)
+    content: dict[str, Any] = {
+        "kind": "continuation-manifest",
+        "version": 1,
+        "coordinator": f"coord-{l3}-{pun}",
+        "node": node,
+        "generation": current.generation,
+        "timestamp": now.isoformat().replace("+00:00", "Z"),
+        "context_used_percent": None if fill is None else round(float(fill["percent"]), 1),
+        "respawn_count": respawn.count_in_window,
+        "respawn_limit": respawn.limit,
+        "l3_task": supplied.text("l3_task"),
+        "completed": supplied.items("completed"),
+        "in_flight": supplied.items("in_flight"),
+        "not_started": supplied.items("not_started"),
+        "scratch_state": supplied.text("scratch"),
+        "next_action": supplied.text("next_action"),
+        "blockers": supplied.items("blockers"),
+        "evidence": {"git": _git_json(collect(where)), "telemetry": fill},
+    }
+    content["missing"] = [
+        k
+        for k in ("l3_task", "completed", "in_flight", "not_started", "scratch_state",
+                  "next_action")
+        if content[k] in (None, [])
+    ]  # fmt: skip
+    markdown = render_manifest(content)
+    content["markdown"] = markdown
+    name = f"coord-{l3}-{pun}-respawn-{_timestamp(now)}.md"
+    path = write_inside(where, ["memory", "agents", "coords", name], markdown)
+    records.record_document(node, kind="manifest", path=str(path), content=content, by=by)
+    return path, content
+
+
+def render_manifest(c: dict[str, Any]) -> str:
+    """The Markdown form of a continuation manifest, in the coordinator procedure's layout."""
+    context = c["context_used_percent"]
+    blockers = c["blockers"]
+    return "\n".join(
+        [
+            f"# Coord Respawn Manifest — {c['coordinator']} — {c['timestamp']}",
+            f"Context at respawn: {MISSING if context is None else f'{context}%'}",
+            f"Respawn count: {c['respawn_count']}/{c['respawn_limit']}",
+            f"L3 task: {_or_missing(c['l3_task'])}",
+            "",
+            "## Sub-tasks Completed",
+            _bullets(c["completed"]),
+            "",
+            "## Sub-tasks In Flight at Respawn",
+            _bullets(c["in_flight"]),
+            "",
+            "## Sub-tasks Not Yet Started",
+            _bullets(c["not_started"]),
+            "",
+            "## Scratch State",
+            _or_missing(c["scratch_state"]),
+            "",
+            "## Next Action for Fresh Coord",
+            _or_missing(c["next_action"]),
+            "",
+            "## Active Blockers",
+            "\n".join(f"- {b}" for b in blockers) if blockers else "none",
+            "",
+        ]
+    )

@@ -1,0 +1,246 @@
+"""The hook fast path: the common call answered with the standard library, sqlite3 and the
+transcript reader only, in one SQLite transaction.
+
+Most hook calls change nothing that matters: an admitted, current body reads a tool's
+result, its tier is unchanged, no message waits for it. Those calls are answered here
+without importing the ledger, click or the effect journal. The moment anything else is
+true (another tier, a pending message, a fenced or unknown session, a lease that needs
+renewing, an effect-capable tool call, PostgreSQL) the call is handed to the full path in
+:mod:`onstation.relief.hooks`, which decides it. The fast path only ever writes telemetry
+(the reading and the transcript cursor), inside a ``BEGIN IMMEDIATE`` transaction that also
+re-checks that the body is admitted and current, so it never writes for a stale body.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+
+TYPE_CHECKING = False  # typing costs import time on the hook hot path
+if TYPE_CHECKING:
+    from typing import Any
+
+#: Events the fast path may answer; every other event takes the full path.
+FAST_EVENTS = frozenset({"PreToolUse", "PostToolUse", "UserPromptSubmit"})
+
+#: Tools that never cause an effect in the world by themselves.
+_INERT_TOOLS = frozenset(
+    {"Read", "Glob", "Grep", "LS", "Edit", "MultiEdit", "Write", "NotebookEdit", "NotebookRead",
+     "TodoWrite", "TodoRead", "WebSearch", "WebFetch", "Task", "ExitPlanMode", "BashOutput",
+     "read_file", "list_dir", "apply_patch", "view_image", "update_plan"}
+)  # fmt: skip
+
+#: Renew a session lease when less than this is left (microseconds; mirrors the full path).
+_RENEW_WHEN_LEFT_US = 6 * 3600 * 1_000_000
+
+NOT_HANDLED = object()
+
+
+def _sqlite_path(url: str | None) -> str | None:
+    """The SQLite file a ledger URL names, or None for PostgreSQL (full path)."""
+    if url is None:
+        base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+            os.path.expanduser("~"), ".local", "state"
+        )
+        return os.path.join(base, "onstation", "ledger.db")
+    lowered = url.lower()
+    if lowered.startswith(("postgresql://", "postgres://")) or (
+        "://" in url and not lowered.startswith("sqlite:")
+    ):
+        return None
+    if lowered.startswith("sqlite:"):
+        url = url[len("sqlite:") :]
+        if url.startswith("//"):
+            url = url[2:]
+    return os.path.expanduser(url) or None
+
+
+def _workspace_node(conn: sqlite3.Connection, cwd: str) -> str | None:
+    real = os.path.realpath(cwd)
+    candidates = [real]
+    parent = os.path.dirname(real)
+    while parent and parent != candidates[-1]:
+        candidates.append(parent)
+        parent = os.path.dirname(parent)
+    marks = ", ".join("?" for _ in candidates)
+    rows = conn.execute(
+        f"SELECT path, node FROM workspace_binding WHERE path IN ({marks})", candidates
+    ).fetchall()
+    return str(max(rows, key=lambda r: len(r[0]))[1]) if rows else None
+
+
+def _effect_capable(payload: dict[str, Any], config: dict[str, Any]) -> bool | None:
+    """False when certainly inert, True when effect-capable, None when unsure."""
+    tool = payload.get("tool_name")
+    if not isinstance(tool, str):
+        return None
+    if tool in _INERT_TOOLS and not config.get("effects"):
+        return False
+    tool_input = payload.get("tool_input")
+    if not isinstance(tool_input, dict):
+        return None
+    from onstation.harness.effects import (
+        DEFAULT_PATTERNS,
+        classify_tool_call,
+        patterns_from_mapping,
+    )
+
+    patterns = (
+        patterns_from_mapping(config["effects"]) if config.get("effects") else (DEFAULT_PATTERNS)
+    )
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else os.getcwd()
+    return classify_tool_call(tool, tool_input, str(cwd), patterns) is not None
+
+
+def raw_config(start: str) -> dict[str, Any] | None:
+    """The nearest ``.onstation/config.json`` as a dict ({} when none; None when unreadable)."""
+    here = os.path.realpath(start)
+    while True:
+        candidate = os.path.join(here, ".onstation", "config.json")
+        if os.path.isfile(candidate):
+            try:
+                with open(candidate, encoding="utf-8") as fh:
+                    data = json.load(fh)
+            except (OSError, ValueError):
+                return None
+            return data if isinstance(data, dict) else None
+        parent = os.path.dirname(here)
+        if parent == here:
+            return {}
+        here = parent
+
+
+def try_fast(harness: str, event: str, payload: dict[str, Any], db: str | None) -> object:
+    """Answer the call here (returns None: nothing to print) or return NOT_HANDLED."""
+    if event not in FAST_EVENTS or harness not in ("claude-code", "codex"):
+        return NOT_HANDLED
+    session_id = payload.get("session_id")
+    cwd = payload.get("cwd")
+    if not isinstance(session_id, str) or not session_id or not isinstance(cwd, str):
+        return NOT_HANDLED
+    if not os.path.isdir(cwd):
+        return NOT_HANDLED
+    config = raw_config(cwd)
+    if config is None:
+        return NOT_HANDLED
+    path = _sqlite_path(db or config.get("db") or os.environ.get("ONSTATION_DB"))
+    if path is None or not os.path.isfile(path):
+        return NOT_HANDLED
+    if event == "PreToolUse" and _effect_capable(payload, config) is not False:
+        return NOT_HANDLED
+    conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+    try:
+        conn.execute("PRAGMA busy_timeout = 30000")
+        conn.execute("PRAGMA synchronous = FULL")
+        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            return NOT_HANDLED
+        return _answer(conn, harness, event, payload, session_id, cwd, config)
+    except sqlite3.Error:
+        return NOT_HANDLED  # e.g. a ledger not yet migrated: the full path says why
+    finally:
+        conn.close()
+
+
+def _answer(
+    conn: sqlite3.Connection,
+    harness: str,
+    event: str,
+    payload: dict[str, Any],
+    session_id: str,
+    cwd: str,
+    config: dict[str, Any],
+) -> object:
+    reading: Any = None
+    cursor_json: str | None = None
+    row = conn.execute(
+        "SELECT telemetry_cursor FROM body_session WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    if row is None:
+        if not config.get("node") and _workspace_node(conn, cwd) is None:
+            return None  # an unmanaged workspace: nothing to record, nothing to say
+        return NOT_HANDLED
+    if event != "PreToolUse":
+        reading, cursor_json = _read_transcript(harness, payload, row[0])
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        row = conn.execute(
+            "SELECT s.node, s.generation, s.state, s.harness, n.generation, l.state, "
+            "l.expires_at, t.tier FROM body_session s "
+            "JOIN agent_node n ON n.name = s.node "
+            "LEFT JOIN body_lease l ON l.lease_id = s.lease_id "
+            "LEFT JOIN telemetry t ON t.session_id = s.session_id "
+            "WHERE s.session_id = ?",
+            (session_id,),
+        ).fetchone()
+        now = time.time_ns() // 1000
+        if (
+            row is None
+            or row[2] != "ADMITTED"
+            or row[3] != harness
+            or row[1] != row[4]
+            or row[5] != "LIVE"
+            or row[6] - now < _RENEW_WHEN_LEFT_US
+            or _workspace_node(conn, cwd) not in (None, row[0])
+        ):
+            conn.execute("ROLLBACK")
+            return NOT_HANDLED
+        pending = conn.execute(
+            "SELECT 1 FROM message WHERE recipient = ? AND delivered_at IS NULL LIMIT 1",
+            (row[0],),
+        ).fetchone()
+        if pending is not None:
+            conn.execute("ROLLBACK")
+            return NOT_HANDLED
+        if reading is not None:
+            from onstation.core.hull import PRESETS, classify, policy_from_mapping
+
+            tiers = config.get("tiers", "relief")
+            policy = (
+                policy_from_mapping(tiers)
+                if isinstance(tiers, dict)
+                else PRESETS.get(str(tiers), PRESETS["relief"])
+            )
+            tier = classify(reading.percent, policy).value
+            if tier != row[7]:
+                conn.execute("ROLLBACK")
+                return NOT_HANDLED  # a tier change is recorded (once) by the full path
+            conn.execute(
+                "UPDATE telemetry SET percent = ?, used_tokens = ?, window_tokens = ?, "
+                "source = ?, model = ?, reported_at = ? WHERE session_id = ?",
+                (reading.percent, reading.used_tokens, reading.window_tokens, reading.source,
+                 reading.model, now, session_id),
+            )  # fmt: skip
+        if cursor_json is not None:
+            conn.execute(
+                "UPDATE body_session SET telemetry_cursor = ? WHERE session_id = ?",
+                (cursor_json, session_id),
+            )
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return None
+
+
+def _read_transcript(
+    harness: str, payload: dict[str, Any], stored: str | None
+) -> tuple[Any, str | None]:
+    path = payload.get("transcript_path")
+    if not isinstance(path, str) or not path:
+        return None, None
+    path = os.path.expanduser(path)
+    if not os.path.isfile(path):
+        return None, None
+    from onstation.harness.transcript import TranscriptCursor
+
+    if harness == "codex":
+        from onstation.harness.codex import read_fill
+    else:
+        from onstation.harness.transcript import read_fill
+    cursor = TranscriptCursor.from_json(json.loads(stored)) if stored else None
+    model = payload.get("model") if isinstance(payload.get("model"), str) else None
+    reading, new_cursor = read_fill(path, cursor, model=model)
+    return reading, json.dumps(new_cursor.to_json(), sort_keys=True)
