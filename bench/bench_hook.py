@@ -55,12 +55,9 @@ def _make_transcript(path: Path, megabytes: int) -> None:
         fh.write(_assistant(0, 20_000))
 
 
-def _time(argv: list[str], *, stdin: str = "", env: dict[str, str], shell: bool = False) -> float:
+def _time(argv: list[str], *, stdin: str = "", env: dict[str, str]) -> float:
     start = time.perf_counter()
-    done = subprocess.run(  # noqa: S602 - fixed benchmark commands
-        argv if not shell else " ".join(argv), input=stdin, capture_output=True, text=True,
-        env=env, shell=shell, check=False,
-    )  # fmt: skip
+    done = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, check=False)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"bench: {argv[0]} failed: {done.stderr.strip()}")
@@ -97,8 +94,7 @@ def main() -> None:
         python_pass, tail, post, pre = [], [], [], []
         for turn in range(1, RUNS + 1):
             python_pass.append(_time([sys.executable, "-c", "pass"], env=env))
-            tail.append(_time(["tail", "-c", "65536", str(transcript), ">", "/dev/null"],
-                              env=env, shell=True))  # fmt: skip
+            tail.append(_time(["tail", "-c", "65536", str(transcript)], env=env))
             with transcript.open("a") as fh:
                 fh.write(_assistant(turn, 20_000 + turn * 10))
             post.append(_time([*hook, "PostToolUse"], env=env,

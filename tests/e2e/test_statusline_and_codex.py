@@ -25,7 +25,9 @@ STATUS = {
 }  # fmt: skip
 
 
-def _install(tmp_path: Path, harness: str, settings: dict[str, Any] | None = None) -> dict[str, str]:
+def _install(
+    tmp_path: Path, harness: str, settings: dict[str, Any] | None = None
+) -> dict[str, str]:
     project = tmp_path / "proj"
     project.mkdir()
     if settings is not None:

@@ -51,7 +51,7 @@ def setup(tmp_path: Path) -> tuple[Ledger, Path]:
     return ledger, repo
 
 
-def test_brief_is_filled_from_evidence_and_marks_what_is_missing(setup: tuple[Ledger, Path]) -> None:
+def test_brief_is_filled_from_evidence_and_marks_missing(setup: tuple[Ledger, Path]) -> None:
     ledger, repo = setup
     records = HarnessLedger(ledger)
     records.add_note("exec-1", kind="decision", text="use bcrypt", rationale="team standard",

@@ -190,7 +190,13 @@ def _answer(
             "SELECT 1 FROM message WHERE recipient = ? AND delivered_at IS NULL LIMIT 1",
             (row[0],),
         ).fetchone()
-        if pending is not None:
+        journaled = None
+        if event == "PostToolUse" and isinstance(payload.get("tool_use_id"), str):
+            # The result of a journaled effect is recorded by the full path.
+            journaled = conn.execute(
+                "SELECT 1 FROM tool_call WHERE tool_use_id = ?", (payload["tool_use_id"],)
+            ).fetchone()
+        if pending is not None or journaled is not None:
             conn.execute("ROLLBACK")
             return NOT_HANDLED
         if reading is not None:
