@@ -837,7 +837,12 @@ def _register_optional_groups() -> None:
     import importlib
     import importlib.util
 
-    for module in ("onstation.cli.plan_commands", "onstation.cli.harness_commands"):
+    for module in (
+        "onstation.cli.plan_commands",
+        "onstation.cli.harness_commands",
+        "onstation.cli.relief_commands",
+        "onstation.cli.fake_agent_command",
+    ):
         if importlib.util.find_spec(module) is not None:
             importlib.import_module(module).register(cli)
 

@@ -361,6 +361,33 @@ class Ledger:
             )
         )
 
+    def _require_effect_rights(
+        self, tx: Tx, now: int, node: str, generation: int, action: str
+    ) -> None:
+        """A successor launched by a relief acts only once its birth is RUNNING."""
+        row = tx.one(
+            "SELECT state FROM birth WHERE node = ? AND generation = ?", (node, generation)
+        )
+        if row is None or row[0] == "RUNNING":
+            return
+        reason = "successor not yet challenged" if row[0] == "PROVISIONAL" else "birth failed"
+        denial = tx.one(
+            "INSERT INTO denial (node, presented_generation, current_generation, action, reason,"
+            " at) VALUES (?, ?, ?, ?, ?, ?) RETURNING denial_id",
+            (node, generation, generation, action, reason, now),
+        )
+        assert denial is not None
+        self._event(tx, now, node=node, kind="write.denied", generation=generation,
+                    actor=f"{node}@{generation}", action=action, reason=reason,
+                    current_generation=generation, denial_id=int(denial[0]))  # fmt: skip
+        raise _CommitThenRaise(
+            StaleGeneration(
+                f"{node} generation {generation} has no effect rights yet ({reason})",
+                node=node, presented_generation=generation, current_generation=generation,
+                reason=reason, denial_id=int(denial[0]),
+            )
+        )  # fmt: skip
+
     def _end_lease(
         self, tx: Tx, now: int, lease: BodyLease, state: LeaseState, reason: str, *, actor: str
     ) -> None:
@@ -935,6 +962,7 @@ class Ledger:
 
         def body(tx: Tx, now: int) -> tuple[Effect, bool]:
             self._guard(tx, now, node, generation, description)
+            self._require_effect_rights(tx, now, node, generation, description)
             self._refuse_if_halted(tx, node, "new effect")
             row = tx.one(f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE fingerprint = ?", (print_,))
             if row is None:
@@ -997,6 +1025,9 @@ class Ledger:
             effect = self._load_effect(tx, effect_id)
             self._guard(tx, now, effect.node, generation, f"effect {action.value} {effect_id}")
             if action is EffectAction.DISPATCH:
+                self._require_effect_rights(
+                    tx, now, effect.node, generation, f"effect dispatch {effect_id}"
+                )
                 self._refuse_if_halted(tx, effect.node, "effect dispatch")
             if effect.generation != generation:
                 raise Conflict(

@@ -1,0 +1,269 @@
+"""Commands of the relief: relieve, challenge, tasks, team status, reports, supervise."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+from pathlib import Path
+
+import click
+
+from onstation.cli.common import Options, command_options, emit, positive_int
+from onstation.core.errors import BadInput
+from onstation.core.names import validate_name
+
+
+def _by() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "operator"
+
+
+def register(cli: click.Group) -> None:
+    """Add the relief commands to the ``onstation`` group."""
+    for command in (relieve_cmd, challenge, task, team, report_cmd, supervise_cmd):
+        cli.add_command(command)
+
+
+@click.command("relieve")
+@click.argument("node_name", metavar="NODE")
+@click.option("--harness", default="fake", show_default=True,
+              type=click.Choice(["fake", "claude-code", "codex", "command"]),
+              help="What launches the successor.")  # fmt: skip
+@click.option("--command", "command_template", default=None, help="Template for --harness command.")
+@click.option("--model", default=None, help="Model for a claude-code or codex successor.")
+@click.option("--execution-class", default="real-provider", show_default=True,
+              type=click.Choice(["real-provider", "fake", "replay"]),
+              help="What a --harness command successor is (fake: an explicit simulation).")  # fmt: skip
+@click.option("--emergency", is_flag=True, help="Do not wait for a brief: build it from evidence.")
+@click.option("--brief-wait", type=float, default=30.0, show_default=True, help="Seconds.")
+@click.option("--challenge-wait", type=float, default=60.0, show_default=True, help="Seconds.")
+@click.option("--shutdown-wait", type=float, default=10.0, show_default=True, help="Seconds.")
+@click.option("--workspace", default=None, help="Workspace (default: the node's bound one).")
+@click.option("--capacity", "capacity_file", default=None, help="Capacity evidence JSON file.")
+@click.option("--by", "by", default=None, help="Who relieves (default: the current user).")
+@click.option("--arg", "launch_args", multiple=True, help="Extra argument for the successor.")
+@command_options
+def relieve_cmd(
+    node_name: str, harness: str, command_template: str | None, model: str | None,
+    execution_class: str, emergency: bool, brief_wait: float, challenge_wait: float, shutdown_wait: float,
+    workspace: str | None, capacity_file: str | None, by: str | None,
+    launch_args: tuple[str, ...], opts: Options,
+) -> None:  # fmt: skip
+    """Relieve NODE: brief, fence, reconcile, capsule, verdict, and only if READY launch,
+    challenge, shut down the predecessor and settle."""
+    from onstation.harness.launch import launcher_for
+    from onstation.ledger import Ledger
+    from onstation.relief.relieve import Relief, ReliefOptions
+
+    validate_name(node_name, "node")
+    for value, name in ((brief_wait, "--brief-wait"), (challenge_wait, "--challenge-wait"),
+                        (shutdown_wait, "--shutdown-wait")):  # fmt: skip
+        if value < 0:
+            raise BadInput(f"{name}: must not be negative")
+    if capacity_file is not None and not Path(capacity_file).is_file():
+        raise BadInput(f"--capacity: {capacity_file} is not a file")
+    launcher = launcher_for(harness, model=model, command=command_template)
+    if harness == "command":
+        launcher.execution_class = execution_class
+    say = (lambda _t: None) if opts.json else (lambda t: click.echo(f"  · {t}", err=True))
+    options = ReliefOptions(
+        launcher=launcher, by=by or _by(), cause="manual" if not emergency else "emergency",
+        emergency=emergency, brief_wait=brief_wait, challenge_wait=challenge_wait,
+        shutdown_wait=shutdown_wait, workspace=workspace,
+        db=opts.db or os.environ.get("ONSTATION_DB"), capacity_file=capacity_file,
+        launch_args=launch_args, progress=say,
+    )  # fmt: skip
+    with Ledger.open(opts.db) as ledger:
+        outcome = Relief(ledger, node_name, options).run()
+    emit(
+        opts,
+        outcome.to_json(),
+        f"relief {outcome.relief_id} of {outcome.node}: {outcome.verdict}, {outcome.state}"
+        + (f" (generation {outcome.to_generation})" if outcome.to_generation else "")
+        + (f"\nreport: {outcome.report_path}" if outcome.report_path else ""),
+    )
+    if outcome.state not in ("SETTLED",):
+        raise SystemExit(4 if outcome.state in ("NOT_LAUNCHED", "BLOCKED") else 1)
+
+
+@click.group("challenge")
+def challenge() -> None:
+    """A successor's challenge."""
+
+
+@challenge.command("answer")
+@click.argument("node_name", metavar="NODE")
+@click.option("--generation", type=int, required=True, help="The successor's generation.")
+@click.option("--echo", "echo", default=None, help="The challenge JSON, exactly as received.")
+@click.option("--echo-file", default=None, help="A file holding the challenge JSON.")
+@command_options
+def challenge_answer(
+    node_name: str, generation: int, echo: str | None, echo_file: str | None, opts: Options
+) -> None:
+    """Echo the challenge (exit 0), or be refused: 3 stale generation, 5 wrong echo."""
+    from onstation.core.canonical import loads_strict
+    from onstation.harness import witness as witnesses
+    from onstation.ledger import Ledger
+    from onstation.ledger.relief_records import ReliefLedger, new_nonce
+
+    validate_name(node_name, "node")
+    positive_int(generation, "--generation")
+    if (echo is None) == (echo_file is None):
+        raise BadInput("give exactly one of --echo JSON or --echo-file PATH")
+    text = echo if echo is not None else Path(str(echo_file)).read_text(encoding="utf-8")
+    data = loads_strict(text, "--echo")
+    if not isinstance(data, dict):
+        raise BadInput("--echo: must be a JSON object")
+    with Ledger.open(opts.db) as ledger:
+        # The body answering is the process that ran this command: our parent.
+        seen = witnesses.observe(os.getppid(), nonce=new_nonce(),
+                                 observed_at=ledger._clock().isoformat())  # fmt: skip
+        birth = ReliefLedger(ledger).answer_challenge(
+            node_name, generation=generation, echo=data,
+            witness=None if seen is None else seen.to_json(),
+        )  # fmt: skip
+    emit(opts, birth.to_json(),
+         f"challenge answered for {node_name} generation {generation}; effect rights follow "
+         "once the relief sees your process and heartbeat")  # fmt: skip
+
+
+@click.group("task")
+def task() -> None:
+    """Tasks: status, owner and hand-off notes."""
+
+
+@task.command("create")
+@click.argument("title")
+@click.option("--owner", default=None)
+@click.option("--status", default="pending", show_default=True)
+@click.option("--parent", "parent_id", type=int, default=None)
+@click.option("--brief", "brief_path", default=None)
+@click.option("--note", default=None)
+@command_options
+def task_create(title: str, owner: str | None, status: str, parent_id: int | None,
+                brief_path: str | None, note: str | None, opts: Options) -> None:  # fmt: skip
+    """Create a task."""
+    from onstation.ledger import Ledger
+    from onstation.ledger.relief_records import ReliefLedger
+
+    with Ledger.open(opts.db) as ledger:
+        got = ReliefLedger(ledger).create_task(title, owner=owner, status=status,
+                                               parent_id=parent_id, brief_path=brief_path,
+                                               note=note, by=_by())  # fmt: skip
+    emit(opts, got.to_json(), f"task {got.task_id}: {got.title} [{got.status}]")
+
+
+@task.command("update")
+@click.argument("task_id", type=int)
+@click.option("--status", default=None)
+@click.option("--owner", default=None)
+@click.option("--note", default=None)
+@click.option("--brief", "brief_path", default=None)
+@command_options
+def task_update(task_id: int, status: str | None, owner: str | None, note: str | None,
+                brief_path: str | None, opts: Options) -> None:  # fmt: skip
+    """Update a task (e.g. keep in_progress with a hand-off note)."""
+    from onstation.ledger import Ledger
+    from onstation.ledger.relief_records import ReliefLedger
+
+    with Ledger.open(opts.db) as ledger:
+        got = ReliefLedger(ledger).update_task(task_id, status=status, owner=owner, note=note,
+                                               brief_path=brief_path, by=_by())  # fmt: skip
+    emit(opts, got.to_json(), f"task {got.task_id}: {got.title} [{got.status}]")
+
+
+@task.command("list")
+@click.option("--owner", default=None)
+@command_options
+def task_list(owner: str | None, opts: Options) -> None:
+    """Tasks, oldest first."""
+    from onstation.ledger import Ledger
+    from onstation.ledger.relief_records import ReliefLedger
+
+    with Ledger.open(opts.db) as ledger:
+        rows = ReliefLedger(ledger).tasks(owner)
+    emit(opts, {"tasks": [t.to_json() for t in rows]},
+         lambda: "\n".join(f"{t.task_id:>4} {t.status:<12} {t.owner or '-':<16} {t.title}"
+                           for t in rows) or "no tasks")  # fmt: skip
+
+
+@click.group("team")
+def team() -> None:
+    """The team as the ledger sees it."""
+
+
+@team.command("status")
+@command_options
+def team_status(opts: Options) -> None:
+    """Identity, generation, tier, body, last heartbeat, open effects."""
+    from onstation.ledger import Ledger
+    from onstation.relief.team import team_rows
+
+    with Ledger.open(opts.db) as ledger:
+        rows = team_rows(ledger)
+    emit(opts, {"team": rows}, lambda: _table(rows))
+
+
+def _table(rows: list[dict[str, object]]) -> str:
+    headers = ["identity", "gen", "tier", "body", "heartbeat", "open effects"]
+    keys = ["node", "generation", "tier", "body", "heartbeat", "open_effects"]
+    cells = [[str(r.get(k) if r.get(k) is not None else "-") for k in keys] for r in rows]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h)
+              for i, h in enumerate(headers)]  # fmt: skip
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
+    body = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
+    return "\n".join([line, "  ".join("-" * w for w in widths), *body]) if rows else "no team"
+
+
+@click.command("report")
+@click.argument("node_name", metavar="NODE")
+@command_options
+def report_cmd(node_name: str, opts: Options) -> None:
+    """The discontinuity reports of NODE's reliefs."""
+    from onstation.ledger import Ledger
+    from onstation.ledger.relief_records import ReliefLedger
+
+    validate_name(node_name, "node")
+    with Ledger.open(opts.db) as ledger:
+        reliefs = ReliefLedger(ledger).reliefs(node_name)
+    if not reliefs:
+        raise BadInput(f"{node_name} has no reliefs")
+    texts = []
+    for relief in reliefs:
+        path = relief.report_path
+        text = Path(path).read_text(encoding="utf-8") if path and Path(path).is_file() else ""
+        texts.append(text or f"relief {relief.relief_id}: {relief.state} (no report file)")
+    emit(opts, {"reliefs": [r.to_json() for r in reliefs]}, "\n\n".join(texts))
+
+
+@click.command("supervise")
+@click.option("--team", "team_file", default=None, help="Team file (JSON): nodes to watch.")
+@click.option("--harness", default="fake", show_default=True,
+              type=click.Choice(["fake", "claude-code", "codex", "command"]))  # fmt: skip
+@click.option("--poll", type=float, default=1.0, show_default=True, help="Seconds between looks.")
+@click.option("--once", is_flag=True, help="Look once, act, and stop.")
+@click.option("--max-seconds", type=float, default=None, help="Stop after this long.")
+@command_options
+def supervise_cmd(team_file: str | None, harness: str, poll: float, once: bool,
+                  max_seconds: float | None, opts: Options) -> None:  # fmt: skip
+    """The team lead loop: watch tiers, relieve at Red, stop on halt."""
+    from onstation.ledger import Ledger
+    from onstation.relief.team import supervise
+
+    nodes: list[str] | None = None
+    if team_file is not None:
+        try:
+            data = json.loads(Path(team_file).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise BadInput(f"--team: cannot read {team_file}: {exc}") from exc
+        if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
+            raise BadInput('--team: must be {"nodes": ["NAME", ...]}')
+        nodes = [validate_name(str(n), "--team node") for n in data["nodes"]]
+    with Ledger.open(opts.db) as ledger:
+        actions = supervise(ledger, nodes=nodes, harness=harness, poll=poll, once=once,
+                            max_seconds=max_seconds, db=opts.db or os.environ.get("ONSTATION_DB"),
+                            say=lambda t: click.echo(t, err=True))  # fmt: skip
+    emit(opts, {"actions": actions}, "\n".join(actions) or "nothing to do")

@@ -1,0 +1,534 @@
+"""Process witnesses: an externally observed process identity, never a pid alone.
+
+A :class:`ProcessWitness` records what ``/proc`` said about one process at one moment: the
+host, the kernel boot id, the pid, the start time in clock ticks since boot (field 22 of
+``/proc/PID/stat``), the executable, and a caller-supplied nonce binding the record to one
+launch or challenge. :func:`check` compares a witness with what ``/proc`` says now;
+:func:`signal_if_match` sends a signal only through a pidfd obtained while the witness
+matched, so a pid recycled between the check and the signal is never hit.
+
+The four states of a :class:`WitnessCheck`:
+
+``MATCH``
+    host, boot id, pid, start ticks and executable all agree: the same process is alive.
+``GONE``
+    no process has that pid any more, or the witnessed process has exited (a zombie).
+``MISMATCH``
+    something else now has that pid (different start time or executable). Callers treat it
+    as *gone* for safety (the witnessed body cannot be running there), never as alive.
+``UNKNOWN``
+    the witness cannot be verified from here: another host or boot id, ``/proc`` unreadable,
+    or no pidfd support. Callers must neither assume death nor send signals.
+
+Linux only; stdlib only, because hook entry points may import it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import time
+
+from onstation.core.errors import BadInput
+
+# Hook hot path: typing costs import time on every tool call, so annotations stay
+# unevaluated and records are plain classes.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any, Final
+
+MATCH: Final = "MATCH"
+GONE: Final = "GONE"
+MISMATCH: Final = "MISMATCH"
+UNKNOWN: Final = "UNKNOWN"
+STATES: Final = frozenset({MATCH, GONE, MISMATCH, UNKNOWN})
+
+WITNESS_VERSION: Final = 1
+
+PROC: Final = "/proc"
+BOOT_ID_PATH: Final = "/proc/sys/kernel/random/boot_id"
+
+# Field 22 of /proc/PID/stat; fields after the comm's closing ")" start at field 3 (state).
+_START_TICKS_FIELD: Final = 22
+_FIRST_FIELD_AFTER_COMM: Final = 3
+# A process that has exited but not been reaped (Z), or is being torn down (X, x).
+_DEAD_STATES: Final = frozenset({"Z", "X", "x"})
+# readlink appends this when the executable file was unlinked or replaced (an upgrade):
+# still the same running image, so it is not a change of executable.
+_DELETED_SUFFIX: Final = " (deleted)"
+_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+def current_host() -> str:
+    """This machine's host name, as ``socket.gethostname()`` reports it.
+
+    ``os.uname().nodename`` is the same value on Linux (glibc's gethostname calls uname) and
+    avoids importing :mod:`socket` on the hook path.
+    """
+    return os.uname().nodename
+
+
+def read_boot_id() -> str | None:
+    """The kernel's boot id (``/proc/sys/kernel/random/boot_id``), or None when unreadable."""
+    try:
+        with open(BOOT_ID_PATH, encoding="ascii") as handle:
+            value = handle.read().strip()
+    except (OSError, ValueError):
+        return None
+    return value or None
+
+
+def _parse_stat(text: str) -> tuple[str, int]:
+    """(state, start ticks) from one ``/proc/PID/stat`` line; ValueError when malformed."""
+    # comm is printed raw (up to 15 bytes, may hold spaces, parentheses, even newlines), so
+    # only the LAST ")" reliably ends it; the fields after it never contain ")".
+    close = text.rfind(")")
+    if close < 0 or text.find("(") < 0 or text.find("(") > close:
+        raise ValueError("stat line has no '(comm)' field")
+    fields = text[close + 1 :].split()
+    index = _START_TICKS_FIELD - _FIRST_FIELD_AFTER_COMM
+    if len(fields) <= index:
+        raise ValueError(f"stat line has {len(fields) + 2} fields, need {_START_TICKS_FIELD}")
+    raw = fields[index]
+    if not raw.isascii() or not raw.isdigit():
+        raise ValueError(f"stat field {_START_TICKS_FIELD} is not a tick count: {raw!r}")
+    return fields[0], int(raw)
+
+
+def parse_stat_start_ticks(text: str) -> int:
+    """Start time in clock ticks since boot (field 22) from a ``/proc/PID/stat`` line.
+
+    Pure. Parses after the last ``)`` because the comm field may contain spaces or
+    parentheses. ValueError when the line is malformed.
+    """
+    return _parse_stat(text)[1]
+
+
+def _strip_deleted(executable: str | None) -> str | None:
+    if executable is not None and executable.endswith(_DELETED_SUFFIX):
+        return executable[: -len(_DELETED_SUFFIX)]
+    return executable
+
+
+class _ProcSnapshot:
+    """What /proc said about one pid, all read through one directory descriptor."""
+
+    __slots__ = ("executable", "start_ticks", "state")
+
+    def __init__(self, state: str, start_ticks: int, executable: str | None) -> None:
+        self.state = state
+        self.start_ticks = start_ticks
+        self.executable = executable
+
+
+def _read_proc(pid: int) -> _ProcSnapshot | None:
+    """Read stat and exe of ``pid``; None when no such process. OSError when unreadable.
+
+    Both reads go through one open ``/proc/PID`` directory descriptor, which stays bound to
+    the process it was opened for: if that process dies and the pid is reused between the
+    two reads, the second read fails (ESRCH) instead of describing the newcomer.
+    """
+    try:
+        dfd = os.open(f"{PROC}/{pid}", _DIR_FLAGS)
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    try:
+        try:
+            sfd = os.open("stat", os.O_RDONLY | os.O_CLOEXEC, dir_fd=dfd)
+            try:
+                raw = os.read(sfd, 4096)
+            finally:
+                os.close(sfd)
+        except (FileNotFoundError, ProcessLookupError):
+            return None
+        state, start_ticks = _parse_stat(raw.decode("utf-8", "surrogateescape"))
+        try:
+            executable: str | None = os.readlink("exe", dir_fd=dfd)
+        except ProcessLookupError:
+            return None
+        except OSError:
+            # EACCES/EPERM (another user's process) or ENOENT (kernel thread, or a process
+            # whose memory is already torn down): unreadable, not absent.
+            executable = None
+    finally:
+        os.close(dfd)
+    return _ProcSnapshot(state, start_ticks, executable)
+
+
+def _pid_exists_by_pidfd(pid: int) -> bool | None:
+    """Whether ``pid`` exists according to pidfd_open (True/False), None when unsupported.
+
+    /proc can hide other users' processes (``hidepid``); pidfd_open needs no permission,
+    so it tells "hidden" from "absent".
+    """
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:
+        return None
+    try:
+        fd = pidfd_open(pid)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return None
+    os.close(fd)
+    return True
+
+
+def _validate_iso_utc(value: str, name: str) -> None:
+    from datetime import datetime, timedelta
+
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadInput(f"process witness {name}: not an ISO 8601 timestamp: {value!r}") from None
+    if parsed.utcoffset() != timedelta(0):
+        raise BadInput(f"process witness {name}: must be UTC with an explicit offset: {value!r}")
+
+
+_WITNESS_FIELDS: Final = (
+    "host", "boot_id", "pid", "start_ticks", "executable", "nonce", "observed_at",
+)  # fmt: skip
+
+
+class ProcessWitness:
+    """An externally observed process identity; evidence only, never authority.
+
+    ``host``, ``boot_id``, ``pid`` and ``start_ticks`` identify the process; ``executable``
+    (None when it could not be read) guards against a pid reused within one clock tick or a
+    process that exec'd something else; ``nonce`` binds the record to one launch or
+    challenge; ``observed_at`` is the caller's ISO 8601 UTC timestamp. Immutable.
+    BadInput when a field is malformed.
+    """
+
+    __slots__ = _WITNESS_FIELDS
+
+    host: str
+    boot_id: str
+    pid: int
+    start_ticks: int
+    executable: str | None
+    nonce: str
+    observed_at: str
+
+    def __init__(
+        self,
+        *,
+        host: str,
+        boot_id: str,
+        pid: int,
+        start_ticks: int,
+        executable: str | None,
+        nonce: str,
+        observed_at: str,
+    ) -> None:
+        for name, value in (("host", host), ("boot_id", boot_id), ("nonce", nonce)):
+            if not isinstance(value, str) or not value:
+                raise BadInput(f"process witness {name}: must be a non-empty string")
+        for name, number in (("pid", pid), ("start_ticks", start_ticks)):
+            if isinstance(number, bool) or not isinstance(number, int):
+                raise BadInput(f"process witness {name}: must be an integer")
+        # pid 0 and negative pids address process groups in kill(2); never a single body.
+        if pid <= 0:
+            raise BadInput(f"process witness pid: must be positive, got {pid}")
+        if start_ticks < 0:
+            raise BadInput(f"process witness start_ticks: must not be negative, got {start_ticks}")
+        if executable is not None and (not isinstance(executable, str) or not executable):
+            raise BadInput("process witness executable: must be a non-empty string or null")
+        if not isinstance(observed_at, str) or not observed_at:
+            raise BadInput("process witness observed_at: must be a non-empty string")
+        _validate_iso_utc(observed_at, "observed_at")
+        values = (host, boot_id, pid, start_ticks, executable, nonce, observed_at)
+        for key, field in zip(_WITNESS_FIELDS, values, strict=True):
+            object.__setattr__(self, key, field)
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise AttributeError(f"ProcessWitness is immutable; cannot set {key}")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields, in declaration order."""
+        return {key: getattr(self, key) for key in _WITNESS_FIELDS}
+
+    def replace(self, **changes: Any) -> ProcessWitness:
+        """A copy with some fields changed."""
+        return ProcessWitness(**{**self.as_dict(), **changes})
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ProcessWitness):
+            return NotImplemented
+        return self.as_dict() == other.as_dict()
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.as_dict().values()))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.as_dict().items())
+        return f"ProcessWitness({inner})"
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-serializable dict (what the ledger stores)."""
+        return {"v": WITNESS_VERSION, **self.as_dict()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | str) -> ProcessWitness:
+        """The witness stored by :meth:`to_json` (a dict or its JSON text); BadInput if not."""
+        if isinstance(data, str):
+            import json  # only for text input; keeps json off the hook import path
+
+            try:
+                data = json.loads(data)
+            except ValueError as exc:
+                raise BadInput(f"process witness: not JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise BadInput("process witness: must be a JSON object")
+        if data.get("v") != WITNESS_VERSION:
+            raise BadInput(f"process witness v: unsupported version {data.get('v')!r}")
+        unknown = sorted(set(data) - {"v", *_WITNESS_FIELDS})
+        if unknown:
+            raise BadInput(f"process witness {unknown[0]}: unknown field")
+        missing = [name for name in _WITNESS_FIELDS if name not in data]
+        if missing:
+            raise BadInput(f"process witness {missing[0]}: missing")
+        return cls(**{name: data[name] for name in _WITNESS_FIELDS})
+
+
+class WitnessCheck:
+    """The result of comparing a witness with ``/proc`` now: a state and a one-line reason.
+
+    ``signalled`` is True only when :func:`signal_if_match` delivered its signal.
+    """
+
+    __slots__ = ("reason", "signalled", "state")
+
+    state: str
+    reason: str
+    signalled: bool
+
+    def __init__(self, state: str, reason: str, *, signalled: bool = False) -> None:
+        if state not in STATES:
+            raise BadInput(f"witness check state: unknown state {state!r}")
+        if not isinstance(reason, str) or "\n" in reason:
+            raise BadInput("witness check reason: must be a one-line string")
+        if signalled and state != MATCH:
+            raise BadInput("witness check signalled: only a MATCH can have signalled")
+        object.__setattr__(self, "state", state)
+        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "signalled", bool(signalled))
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise AttributeError(f"WitnessCheck is immutable; cannot set {key}")
+
+    @property
+    def alive(self) -> bool:
+        """True only for MATCH: the witnessed process is running."""
+        return self.state == MATCH
+
+    @property
+    def gone(self) -> bool:
+        """True for GONE and MISMATCH: the witnessed process is not running at that pid."""
+        return self.state in (GONE, MISMATCH)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, WitnessCheck):
+            return NotImplemented
+        return (self.state, self.reason, self.signalled) == (
+            other.state,
+            other.reason,
+            other.signalled,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.state, self.reason, self.signalled))
+
+    def __repr__(self) -> str:
+        return f"WitnessCheck({self.state!r}, {self.reason!r}, signalled={self.signalled!r})"
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-serializable dict."""
+        return {"state": self.state, "reason": self.reason, "signalled": self.signalled}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> WitnessCheck:
+        """The check stored by :meth:`to_json`; BadInput if malformed."""
+        if not isinstance(data, dict):
+            raise BadInput("witness check: must be a JSON object")
+        signalled = data.get("signalled", False)
+        if not isinstance(signalled, bool):
+            raise BadInput("witness check signalled: must be a boolean")
+        state, reason = data.get("state"), data.get("reason")
+        if not isinstance(state, str) or not isinstance(reason, str):
+            raise BadInput("witness check: state and reason must be strings")
+        return cls(state, reason, signalled=signalled)
+
+
+def observe(pid: int, *, nonce: str, observed_at: str) -> ProcessWitness | None:
+    """Witness the process ``pid`` as it is now.
+
+    Returns None when no such process exists or it is a zombie (exited, not yet reaped):
+    neither is a body that can act. ``nonce`` binds the witness to one launch or challenge;
+    ``observed_at`` is the caller's ISO 8601 UTC timestamp (no clock is read here). Raises
+    OSError when ``/proc`` cannot be read (no boot id, or the pid's entry is unreadable), so
+    an unreadable ``/proc`` is never mistaken for an absent process; BadInput for a bad pid.
+    """
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+        raise BadInput(f"process witness pid: must be a positive integer, got {pid!r}")
+    boot_id = read_boot_id()
+    if boot_id is None:
+        raise OSError(errno.ENOENT, "cannot read the boot id; is /proc mounted?", BOOT_ID_PATH)
+    try:
+        snapshot = _read_proc(pid)
+    except ValueError as exc:
+        raise OSError(errno.EIO, f"unreadable stat line: {exc}", f"{PROC}/{pid}/stat") from None
+    if snapshot is None or snapshot.state in _DEAD_STATES:
+        return None
+    return ProcessWitness(
+        host=current_host(),
+        boot_id=boot_id,
+        pid=pid,
+        start_ticks=snapshot.start_ticks,
+        executable=snapshot.executable,
+        nonce=nonce,
+        observed_at=observed_at,
+    )
+
+
+def check(expected: ProcessWitness) -> WitnessCheck:
+    """Compare ``expected`` with what ``/proc`` says about its pid now.
+
+    MATCH only when host, boot id, pid, start ticks and executable all agree. A different
+    start time or executable at that pid (pid reuse, or an exec) is MISMATCH: callers treat
+    it as gone, never as alive. No such process, or the witnessed process is a zombie, is
+    GONE. Another host or boot id, or an unreadable ``/proc``, is UNKNOWN. Never raises for
+    an unreadable ``/proc``; the nonce is not compared (only the caller knows what it binds).
+    """
+    host = current_host()
+    if expected.host != host:
+        return WitnessCheck(UNKNOWN, f"witness is from host {expected.host!r}, this is {host!r}")
+    boot_id = read_boot_id()
+    if boot_id is None:
+        return WitnessCheck(UNKNOWN, "cannot read the boot id; /proc unreadable")
+    if expected.boot_id != boot_id:
+        # Host names are not unique (containers, clones), so another boot id may be another
+        # machine of the same name: we cannot vouch that the process is gone.
+        return WitnessCheck(
+            UNKNOWN, f"witness is from boot {expected.boot_id!r}, this kernel is boot {boot_id!r}"
+        )
+    pid = expected.pid
+    try:
+        snapshot = _read_proc(pid)
+    except (OSError, ValueError) as exc:
+        return WitnessCheck(UNKNOWN, f"cannot read /proc/{pid}: {_describe(exc)}")
+    if snapshot is None:
+        if _pid_exists_by_pidfd(pid):
+            return WitnessCheck(UNKNOWN, f"pid {pid} exists but /proc/{pid} is hidden")
+        return WitnessCheck(GONE, f"no process has pid {pid}")
+    if snapshot.start_ticks != expected.start_ticks:
+        return WitnessCheck(
+            MISMATCH,
+            f"pid {pid} started at tick {snapshot.start_ticks}, "
+            f"witness says {expected.start_ticks} (pid reused)",
+        )
+    if snapshot.state in _DEAD_STATES:
+        return WitnessCheck(GONE, f"pid {pid} has exited (state {snapshot.state}, not reaped)")
+    now_exe = _strip_deleted(snapshot.executable)
+    was_exe = _strip_deleted(expected.executable)
+    if now_exe != was_exe:
+        if now_exe is None or was_exe is None:
+            return WitnessCheck(
+                UNKNOWN,
+                f"pid {pid} executable cannot be compared "
+                f"(now {snapshot.executable!r}, witness {expected.executable!r})",
+            )
+        return WitnessCheck(MISMATCH, f"pid {pid} runs {now_exe!r}, witness says {was_exe!r}")
+    return WitnessCheck(MATCH, f"pid {pid} is the witnessed process")
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _pidfd_holds_pid(pidfd: int, pid: int) -> bool | None:
+    """Whether the process behind ``pidfd`` still holds ``pid``; None when the kernel won't say.
+
+    ``/proc/self/fdinfo/FD`` shows ``Pid: -1`` once the process is reaped (Linux 5.10+).
+    """
+    try:
+        with open(f"{PROC}/self/fdinfo/{pidfd}", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("Pid:"):
+                    return int(line.split()[1]) == pid
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def signal_if_match(expected: ProcessWitness, sig: int) -> WitnessCheck:
+    """Send ``sig`` to the witnessed process only if it is provably that process; else nothing.
+
+    Opens a pidfd for the pid, then checks the witness again *after* obtaining it, and
+    confirms the pidfd still holds that pid: the pidfd then refers to the witnessed process
+    whatever happens next, so a pid reused between check and signal is never hit. The
+    signal goes through ``signal.pidfd_send_signal`` only. ESRCH at any step is GONE.
+
+    Without pidfd support (Python or kernel < 5.3, or a non-Linux system) this refuses with
+    UNKNOWN rather than fall back to a bare ``os.kill``, which could hit a reused pid.
+
+    Returns the check that decided; ``signalled`` is True only when the signal was sent.
+    """
+    first = check(expected)
+    if first.state != MATCH:
+        return first
+    pidfd_open = getattr(os, "pidfd_open", None)
+    send = getattr(signal, "pidfd_send_signal", None)
+    if pidfd_open is None or send is None:
+        return WitnessCheck(UNKNOWN, "no pidfd support; refusing to signal by bare pid")
+    pid = expected.pid
+    try:
+        pidfd = pidfd_open(pid)
+    except ProcessLookupError:
+        return WitnessCheck(GONE, f"pid {pid} exited before a pidfd could be opened")
+    except OSError as exc:
+        # ENOSYS: kernel without pidfd; EINVAL: pid is a thread, not a process leader.
+        return WitnessCheck(
+            UNKNOWN, f"pidfd_open({pid}) failed ({_describe(exc)}); refusing to signal"
+        )
+    try:
+        # The pidfd names whichever process held the pid when it was opened; only a check
+        # made after that moment proves it is the witnessed one.
+        second = check(expected)
+        if second.state != MATCH:
+            return second
+        holds = _pidfd_holds_pid(pidfd, pid)
+        if holds is False:
+            return WitnessCheck(GONE, f"pid {pid} was reaped while being checked")
+        try:
+            send(pidfd, sig)
+        except ProcessLookupError:
+            return WitnessCheck(GONE, f"pid {pid} exited before the signal was sent")
+        except OSError as exc:
+            return WitnessCheck(
+                UNKNOWN, f"pidfd_send_signal to pid {pid} failed ({_describe(exc)})"
+            )
+        return WitnessCheck(MATCH, f"sent signal {sig} to pid {pid} via pidfd", signalled=True)
+    finally:
+        os.close(pidfd)
+
+
+def wait_gone(expected: ProcessWitness, timeout_s: float, poll_s: float = 0.05) -> bool:
+    """Poll until the witnessed process is GONE or MISMATCH; False if ``timeout_s`` elapses.
+
+    UNKNOWN keeps polling: an unverifiable process is never assumed dead. Durations use
+    :func:`time.monotonic`.
+    """
+    deadline = time.monotonic() + max(0.0, timeout_s)
+    poll = max(0.001, poll_s)
+    while True:
+        if check(expected).gone:
+            return True
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        time.sleep(min(poll, remaining))

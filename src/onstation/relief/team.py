@@ -1,0 +1,131 @@
+"""The team lead: a status table of the team, and the supervising loop that relieves bodies.
+
+The loop watches the ledger, not the agents: a ``hull.tier`` event at Red or Critical for a
+node's current generation, or a ``respawn_triggered`` message from a coordinator, starts a
+relief (Critical skips the wait for a brief). A halt in force stops the loop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from onstation.core.errors import BlockedByPolicy, Conflict, OnstationError
+from onstation.ledger import Ledger
+from onstation.ledger.bodies import HarnessLedger
+from onstation.ledger.relief_records import ReliefLedger
+
+SETTLED_EFFECTS = ("COMMITTED", "COMPENSATED", "FAILED_BEFORE_DISPATCH")
+
+
+def team_rows(ledger: Ledger, nodes: list[str] | None = None) -> list[dict[str, Any]]:
+    """One row per identity: generation, tier, body, last heartbeat, open effects."""
+    records = HarnessLedger(ledger)
+    rows = []
+    for node in ledger.list_nodes():
+        if nodes is not None and node.node not in nodes:
+            continue
+        lease = ledger.live_lease(node.node)
+        fill = records.latest_fill(node.node)
+        effects = [e for e in ledger.effects(node.node) if e.state.value not in SETTLED_EFFECTS]
+        rows.append({
+            "node": node.node,
+            "role": node.role,
+            "generation": node.generation,
+            "tier": None if fill is None else f"{fill['tier']} {float(fill['percent']):.0f}%",
+            "body": None if lease is None else lease.holder,
+            "heartbeat": None if lease is None else lease.renewed_at.strftime("%H:%M:%S"),
+            "open_effects": len(effects),
+            "ambiguous": sum(e.state.value == "AMBIGUOUS" for e in effects),
+        })  # fmt: skip
+    return rows
+
+
+def _due(ledger: Ledger, node: str, handled: set[tuple[str, int]]) -> tuple[str, bool] | None:
+    """(cause, emergency) when ``node`` needs a relief now."""
+    current = ledger.get_node(node).generation
+    if (node, current) in handled:
+        return None
+    for event in reversed(ledger.history(node)):
+        if event.generation != current:
+            continue
+        if event.kind == "hull.tier" and event.detail.get("tier") in ("red", "critical"):
+            return f"hull integrity {event.detail['tier']}", event.detail["tier"] == "critical"
+    return None
+
+
+def supervise(
+    ledger: Ledger,
+    *,
+    nodes: list[str] | None,
+    harness: str,
+    poll: float,
+    once: bool,
+    max_seconds: float | None,
+    db: str | None,
+    say: Callable[[str], None],
+    brief_wait: float = 30.0,
+    challenge_wait: float = 60.0,
+    launch_args: tuple[str, ...] = (),
+) -> list[str]:
+    """Watch and relieve until halted (or once / for ``max_seconds``); returns what it did."""
+    from onstation.harness.launch import launcher_for
+    from onstation.relief.relieve import Relief, ReliefOptions
+
+    actions: list[str] = []
+    handled: set[tuple[str, int]] = set()
+    started = time.monotonic()
+    lead = "team-lead"
+    relief_records = ReliefLedger(ledger)
+    records = HarnessLedger(ledger)
+    while True:
+        if any(h.node is None for h in ledger.halts()):
+            actions.append("halt in force: supervision stopped")
+            say(actions[-1])
+            break
+        watched = nodes if nodes is not None else [n.node for n in ledger.list_nodes()]
+        for message in records.take_messages(lead, delivered_to="supervise"):
+            if message.kind == "respawn_triggered" and message.sender in watched:
+                handled.discard((message.sender, ledger.get_node(message.sender).generation))
+                actions.append(f"{message.sender}: respawn requested by itself")
+                say(actions[-1])
+                _relieve(ledger, message.sender, "coordinator self-respawn", False, harness, db,
+                         say, actions, brief_wait, challenge_wait, launch_args, Relief,
+                         ReliefOptions, launcher_for)  # fmt: skip
+        for node in watched:
+            due = _due(ledger, node, handled)
+            if due is None:
+                continue
+            cause, emergency = due
+            handled.add((node, ledger.get_node(node).generation))
+            _relieve(ledger, node, cause, emergency, harness, db, say, actions, brief_wait,
+                     challenge_wait, launch_args, Relief, ReliefOptions, launcher_for)  # fmt: skip
+        if once or (max_seconds is not None and time.monotonic() - started >= max_seconds):
+            break
+        time.sleep(poll)
+    del relief_records
+    return actions
+
+
+def _relieve(ledger: Ledger, node: str, cause: str, emergency: bool, harness: str,
+             db: str | None, say: Callable[[str], None], actions: list[str], brief_wait: float,
+             challenge_wait: float, launch_args: tuple[str, ...], relief_cls: Any,
+             options_cls: Any, launcher_for: Any) -> None:  # fmt: skip
+    options = options_cls(
+        launcher=launcher_for(harness), by="team-lead", cause=cause, emergency=emergency,
+        brief_wait=brief_wait, challenge_wait=challenge_wait, db=db, launch_args=launch_args,
+        progress=lambda t: say(f"  {node}: {t}"),
+    )  # fmt: skip
+    try:
+        outcome = relief_cls(ledger, node, options).run()
+    except (Conflict, BlockedByPolicy) as exc:
+        actions.append(f"{node}: relief not started: {exc.message}")
+    except OnstationError as exc:
+        actions.append(f"{node}: relief failed: {exc.message}")
+    else:
+        actions.append(
+            f"{node}: relieved ({cause}): {outcome.verdict}, {outcome.state}, generation "
+            f"{outcome.from_generation} -> {outcome.to_generation}"
+        )
+    say(actions[-1])

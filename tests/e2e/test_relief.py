@@ -1,0 +1,206 @@
+"""`onstation relieve` end to end with real processes: the success path and the failure rules
+of the third source document (body never started, exit before challenge, a wrong echo, a
+heartbeat missing while the process lives, an ambiguous effect, no admissible capacity,
+racing supervisors, effects before RUNNING)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from onstation.ledger import Ledger
+from onstation.ledger.relief_records import ReliefLedger
+
+ONSTATION = str(Path(sys.executable).with_name("onstation"))
+STUB = str(Path(__file__).with_name("successor_stub.py"))
+GIT = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "T",
+       "GIT_COMMITTER_EMAIL": "t@e"}  # fmt: skip
+
+
+def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([ONSTATION, *args], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)  # fmt: skip
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> dict[str, Any]:
+    app = tmp_path / "app"
+    app.mkdir()
+    for argv in (["git", "init", "-q", "-b", "main"], ["git", "commit", "-q", "--allow-empty",
+                                                        "-m", "init"]):  # fmt: skip
+        subprocess.run(argv, cwd=app, check=True, env={**os.environ, **GIT})
+    env = {**os.environ, **GIT, "ONSTATION_DB": str(tmp_path / "ledger.db"),
+           "ONSTATION_KEYS_DIR": str(tmp_path / "keys")}  # fmt: skip
+    assert (
+        run(env, "install", "claude-code", "--project", str(app), "--node", "exec-1").returncode
+        == 0
+    )
+    assert run(env, "episode", "open", "exec-1", "--objective", "build the login").returncode == 0
+    payload = json.dumps({"session_id": "pred", "cwd": str(app), "hook_event_name": "SessionStart",
+                          "source": "startup"})  # fmt: skip
+    subprocess.run([ONSTATION, "hook", "claude-code", "SessionStart"], input=payload, text=True,
+                   env=env, check=True, capture_output=True)  # fmt: skip
+    return {"app": app, "env": env, "db": str(tmp_path / "ledger.db")}
+
+
+def relieve(team: dict[str, Any], mode: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return run(team["env"], "relieve", "exec-1", "--harness", "command", "--execution-class",
+               "fake", "--command", f"{sys.executable} {STUB} {mode} {ONSTATION}",
+               "--brief-wait", "0", "--shutdown-wait", "0.5", "--json", *extra)  # fmt: skip
+
+
+def test_relief_succeeds_only_when_echo_process_and_heartbeat_agree(team: dict[str, Any]) -> None:
+    done = relieve(team, "ok", "--challenge-wait", "30")
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout)
+    assert (outcome["verdict"], outcome["state"]) == ("REBODIMENT_READY", "SETTLED")
+    assert (outcome["from_generation"], outcome["to_generation"]) == (1, 2)
+    report = Path(outcome["report_path"]).read_text()
+    assert "predecessor generation: 1 (fenced for good)" in report
+    assert "A verdict is a proof result, not permission to launch" in report
+    with Ledger.open(team["db"]) as ledger:
+        birth = ReliefLedger(ledger).birth("exec-1", 2)
+        assert birth is not None and birth.state == "RUNNING"
+        assert birth.answer_witness is not None and birth.launch_witness is not None
+        kinds = [e.kind for e in ledger.history("exec-1")]
+        order = ["relief.started", "brief.written", "node.fenced", "node.reconciled",
+                 "relief.decided", "respawn.counted", "birth.provisional", "birth.answered",
+                 "birth.running", "relief.settled"]  # fmt: skip
+        positions = [kinds.index(k) for k in order]
+        assert positions == sorted(positions)
+        tasks = ReliefLedger(ledger).tasks("exec-1")
+        assert tasks[-1].brief_path is not None and tasks[-1].status == "in_progress"
+        # The predecessor session is fenced for good.
+        with pytest.raises(Exception, match="stale generation"):
+            ledger.guard("exec-1", generation=1)
+
+
+@pytest.mark.parametrize(
+    ("mode", "reason"),
+    [
+        ("exit", "exited before the challenge"),
+        ("wrong-echo", "no challenge answer in time"),
+        ("silent-alive", "no challenge answer in time (process match"),
+        ("no-heartbeat", "no heartbeat in time (process match"),
+    ],
+)
+def test_a_failed_birth_is_fenced_and_never_retried(
+    team: dict[str, Any], mode: str, reason: str
+) -> None:
+    done = relieve(team, mode, "--challenge-wait", "3")
+    assert done.returncode == 1, done.stderr
+    outcome = json.loads(done.stdout)
+    assert outcome["state"] == "BIRTH_FAILED"
+    assert any(reason in r for r in outcome["reasons"]), outcome["reasons"]
+    with Ledger.open(team["db"]) as ledger:
+        birth = ReliefLedger(ledger).birth("exec-1", 2)
+        assert birth is not None and birth.state == "BIRTH_FAILED"
+        assert ledger.get_node("exec-1").generation == 3  # the failed generation is fenced
+        assert ledger.live_lease("exec-1") is None
+        kinds = [e.kind for e in ledger.history("exec-1")]
+        assert kinds.count("birth.provisional") == 1  # no automatic retry
+        if mode == "wrong-echo":
+            assert "birth.echo_mismatch" in kinds
+
+
+def test_body_never_started(team: dict[str, Any]) -> None:
+    done = run(
+        team["env"], "relieve", "exec-1", "--harness", "command", "--execution-class", "fake",
+        "--command", "/nonexistent/agent", "--brief-wait", "0", "--json",
+    )  # fmt: skip
+    outcome = json.loads(done.stdout)
+    assert outcome["state"] == "BIRTH_FAILED"
+    assert "body never started" in outcome["reasons"][-1]
+
+
+def test_ambiguous_effect_quarantines_without_launch(team: dict[str, Any]) -> None:
+    with Ledger.open(team["db"]) as ledger:
+        effect, _ = ledger.intend_effect("exec-1", generation=1, operation="git.push",
+                                         destination="origin", arguments={"c": "x"})  # fmt: skip
+        ledger.dispatch_effect(effect.effect_id, generation=1)
+    done = relieve(team, "ok")
+    assert done.returncode == 4
+    outcome = json.loads(done.stdout)
+    assert (outcome["verdict"], outcome["state"]) == ("QUARANTINED", "NOT_LAUNCHED")
+    assert outcome["to_generation"] is None
+    with Ledger.open(team["db"]) as ledger:
+        assert ledger.live_lease("exec-1") is None
+        assert [e.state.value for e in ledger.effects("exec-1")] == ["AMBIGUOUS"]
+
+
+def test_real_provider_without_capacity_evidence_hibernates(team: dict[str, Any]) -> None:
+    done = run(
+        team["env"], "relieve", "exec-1", "--harness", "command", "--command",
+        f"{sys.executable} {STUB} ok {ONSTATION}", "--brief-wait", "0", "--json",
+    )  # fmt: skip
+    outcome = json.loads(done.stdout)
+    assert (outcome["verdict"], outcome["state"]) == ("HIBERNATE", "NOT_LAUNCHED")
+
+
+def test_stale_capacity_evidence_hibernates(team: dict[str, Any], tmp_path: Path) -> None:
+    evidence = json.loads(
+        (Path(__file__).parents[2] / "src/onstation/plan/examples/sample-input.json").read_text()
+    )["capacity"]["evidence"]
+    evidence |= {"node": "exec-1", "harness": "claude-code", "freshness": "stale"}
+    path = tmp_path / "capacity.json"
+    path.write_text(json.dumps(evidence))
+    done = run(team["env"], "relieve", "exec-1", "--harness", "command", "--command",
+               f"{sys.executable} {STUB} ok {ONSTATION}", "--brief-wait", "0",
+               "--capacity", str(path), "--json")  # fmt: skip
+    outcome = json.loads(done.stdout)
+    assert outcome["verdict"] == "HIBERNATE"
+    assert any("stale" in r for r in outcome["reasons"])
+
+
+def test_two_supervisors_racing_relieve_one_identity_once(team: dict[str, Any]) -> None:
+    results: list[subprocess.CompletedProcess[str]] = []
+
+    def go() -> None:
+        results.append(relieve(team, "ok", "--challenge-wait", "30"))
+
+    threads = [threading.Thread(target=go) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    codes = sorted(r.returncode for r in results)
+    assert codes[0] == 0
+    assert codes[1] in (3, 5)  # lost the race: a relief in progress, or the fence CAS lost
+    with Ledger.open(team["db"]) as ledger:
+        births = [e for e in ledger.history("exec-1") if e.kind == "birth.provisional"]
+        assert len(births) == 1  # one successor, never two
+
+
+def test_a_provisional_successor_has_no_effect_rights(team: dict[str, Any]) -> None:
+    with Ledger.open(team["db"]) as ledger:
+        relief = ReliefLedger(ledger)
+        ledger.fence("exec-1", expect_generation=1)
+        lease = ledger.acquire_lease("exec-1")
+        fields = (
+            "node",
+            "episode",
+            "generation",
+            "capsule_digest",
+            "worktree_head",
+            "plan_revision",
+            "capability_set",
+            "reservation",
+            "transcript_sink",
+            "nonce",
+        )
+        relief.start_birth("exec-1", generation=2, lease_id=lease.lease_id, by="t",
+                           challenge=dict.fromkeys(fields, "x"))  # fmt: skip
+        with pytest.raises(Exception, match="not yet challenged"):
+            ledger.intend_effect("exec-1", generation=2, operation="git.push",
+                                 destination="origin", arguments={})  # fmt: skip
+        relief.decide_birth("exec-1", generation=2, running=True, reason="test", by="t")
+        effect, created = ledger.intend_effect("exec-1", generation=2, operation="git.push",
+                                               destination="origin", arguments={})  # fmt: skip
+        assert created and effect.generation == 2
