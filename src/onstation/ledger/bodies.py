@@ -510,6 +510,19 @@ class HarnessLedger:
 
         return self.ledger._write(run)
 
+    def expire_messages(self, recipient: str, *, reason: str) -> int:
+        """Mark every undelivered message for ``recipient`` as expired (never delivered)."""
+        validate_name(recipient, "to")
+
+        def run(tx: Tx, now: int) -> int:
+            return tx.run(
+                "UPDATE message SET delivered_at = ?, delivered_to = ? "
+                "WHERE recipient = ? AND delivered_at IS NULL",
+                (now, f"expired: {reason}", recipient),
+            )
+
+        return self.ledger._write(run)
+
     def messages(self, recipient: str) -> list[Message]:
         """Every message for ``recipient``, delivered or not."""
         validate_name(recipient, "to")

@@ -104,6 +104,9 @@ class Relief:
             self.say(f"fence generation {predecessor}")
             self.ledger.fence(self.node, expect_generation=predecessor, by=self.opts.by,
                               reason=f"relief {rid}")  # fmt: skip
+            # What was queued for the fenced body (relief requests, tier warnings) must not
+            # reach its successor as if meant for it.
+            self.records.expire_messages(self.node, reason=f"generation {predecessor} fenced")
             report = self.ledger.reconcile(self.node, by=self.opts.by)
             ambiguous = report.unresolved_ambiguous
             self.relief.update_relief(rid, state="RECONCILED", detail={"ambiguous": ambiguous})
@@ -197,8 +200,8 @@ class Relief:
                 for i, text in enumerate(remaining, 1)
             ]
             parts["decisions"] = [
-                {"id": f"decision-{i}", "text": str(d.get("decision"))[:500],
-                 "rationale": str(d.get("rationale") or "")[:500] or None}
+                {"id": f"decision-{i}", "decision": str(d.get("decision"))[:500],
+                 "rationale": str(d.get("rationale") or "")[:500] or None, "artifact": None}
                 for i, d in enumerate(content.get("decisions") or [], 1)
             ]  # fmt: skip
         return parts

@@ -1,0 +1,416 @@
+"""The fake harness end to end: a real process, real git with a bare origin, the real hook
+commands from the settings.json that `onstation install` wrote, a SQLite ledger."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from onstation.core.effects import EffectState
+from onstation.ledger import Ledger
+from onstation.ledger.bodies import HarnessLedger
+
+ONSTATION = str(Path(sys.executable).with_name("onstation"))
+AGENT = [sys.executable, "-m", "onstation.harness.fake_agent"]
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "t@example.com",
+}  # fmt: skip
+WAIT = 120.0  # bound on any wait for the agent process (seconds)
+
+
+def sh(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        args, cwd=cwd, capture_output=True, text=True, env={**os.environ, **GIT_ENV}, check=True
+    )
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def world(tmp_path: Path, request: pytest.FixtureRequest) -> dict[str, Any]:
+    supervised = bool(getattr(request, "param", {}).get("supervised"))
+    origin = tmp_path / "origin.git"
+    project = tmp_path / "app"
+    sh(tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(origin))
+    sh(tmp_path, "git", "init", "-q", "-b", "main", str(project))
+    (project / "README.md").write_text("app\n")
+    sh(project, "git", "add", "README.md")
+    sh(project, "git", "commit", "-q", "-m", "init")
+    sh(project, "git", "remote", "add", "origin", str(origin))
+    sh(project, "git", "push", "-q", "-u", "origin", "main")
+    db = str(tmp_path / "ledger.db")
+    env = {**os.environ, **GIT_ENV, "ONSTATION_DB": db, "XDG_STATE_HOME": str(tmp_path / "state")}
+    for key in ("ONSTATION_NODE", "ONSTATION_GENERATION", "ONSTATION_CHALLENGE"):
+        env.pop(key, None)
+    done = subprocess.run(
+        [ONSTATION, "install", "claude-code", "--project", str(project), "--node", "exec-1",
+         *(["--supervised"] if supervised else [])],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return {"project": project, "origin": origin, "env": env, "db": db, "tmp": tmp_path}
+
+
+def agent_argv(world: dict[str, Any], *extra: str, session: str = "sess-1") -> list[str]:
+    log = str(world["tmp"] / f"{session}.log")
+    return [*AGENT, "--workspace", str(world["project"]), "--node", "exec-1",
+            "--session-id", session, "--log", log, *extra]  # fmt: skip
+
+
+def run_agent(world: dict[str, Any], *extra: str, session: str = "sess-1") -> Any:
+    return subprocess.run(
+        agent_argv(world, *extra, session=session), capture_output=True, text=True,
+        env=world["env"], timeout=WAIT, check=False,
+    )  # fmt: skip
+
+
+def log_events(world: dict[str, Any], session: str = "sess-1") -> list[dict[str, Any]]:
+    path = world["tmp"] / f"{session}.log"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def wait_for_event(
+    world: dict[str, Any], proc: subprocess.Popen[str], event: str, session: str = "sess-1"
+) -> dict[str, Any]:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        for item in log_events(world, session):
+            if item["event"] == event:
+                return item
+        assert proc.poll() is None, f"agent exited ({proc.returncode}) before {event}"
+        time.sleep(0.1)
+    raise AssertionError(f"no {event} within {WAIT} s")
+
+
+def commit_subjects(repo: Path, ref: str = "HEAD") -> list[str]:
+    return sh(repo, "git", "log", "--format=%s", ref).splitlines()
+
+
+def assistant_calls(transcript: Path) -> list[list[dict[str, Any]]]:
+    """The transcript's API calls: the streaming lines of each, grouped by message.id."""
+    calls: dict[str, list[dict[str, Any]]] = {}
+    for raw in transcript.read_text().splitlines():
+        line = json.loads(raw)
+        if line["type"] == "assistant":
+            calls.setdefault(line["message"]["id"], []).append(line)
+    return list(calls.values())
+
+
+def context_of(line: dict[str, Any]) -> int:
+    usage = line["message"]["usage"]
+    return int(
+        usage["input_tokens"]
+        + usage["cache_creation_input_tokens"]
+        + usage["cache_read_input_tokens"]
+    )
+
+
+def test_a_run_commits_every_step_and_journals_every_push_once(world: dict[str, Any]) -> None:
+    done = run_agent(world, "--steps", "8", "--push-every", "4", "--start-tokens", "15000",
+                     "--tokens-per-step", "2000")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    project = world["project"]
+    subjects = commit_subjects(project)
+    assert subjects == [f"fake work: step {n} of 8" for n in range(8, 0, -1)] + ["init"]
+    assert sh(project, "git", "log", "-1", "--format=%an <%ae>") == (
+        "fake-agent <fake@onstation.invalid>"
+    )
+    assert sh(project, "git", "rev-parse", "HEAD") == sh(
+        world["origin"], "git", "rev-parse", "main"
+    )
+
+    with Ledger.open(world["db"]) as ledger:
+        effects = ledger.effects("exec-1")
+        assert len(effects) == 2  # pushes after steps 4 and 8
+        assert all(e.state is EffectState.COMMITTED and e.operation == "git.push" for e in effects)
+        committed = Counter(
+            e.detail["effect_id"] for e in ledger.history("exec-1") if e.kind == "effect.committed"
+        )
+        assert sorted(committed.values()) == [1, 1]
+        assert set(committed) == {e.effect_id for e in effects}
+
+    transcript = world["tmp"] / "sess-1.jsonl"
+    calls = assistant_calls(transcript)
+    for call in calls:  # two streaming lines per API call, as real sessions write
+        assert len(call) == 2
+        assert call[0]["requestId"] == call[1]["requestId"]
+        assert call[0]["message"]["stop_reason"] is None
+    contexts = [context_of(call[-1]) for call in calls]
+    assert contexts == sorted(contexts)
+    assert contexts[0] == 15000 and contexts[-1] == 15000 + 8 * 2000
+
+    events = log_events(world)
+    assert events[0]["event"] == "start" and events[0]["hooks"] == "settings"
+    assert events[-1]["event"] == "exit" and events[-1]["reason"] == "done"
+    hooks = [e["hook"] for e in events if e["event"] == "hook"]
+    assert hooks[0] == "SessionStart" and hooks[1] == "UserPromptSubmit" and hooks[-1] == "Stop"
+    assert hooks.count("PreToolUse") == hooks.count("PostToolUse") == 8 * 2 + 2
+
+
+def test_red_makes_it_write_the_brief_and_stop_and_a_successor_finishes(
+    world: dict[str, Any],
+) -> None:
+    # 15000 + 7 * 8000 = 71000 tokens (35.5 % of 200k): Red during step 7.
+    done = run_agent(world, "--steps", "12", "--push-every", "4")
+    assert done.returncode == 0, done.stderr
+    project = world["project"]
+    assert len(commit_subjects(project)) == 1 + 7  # stopped before finishing
+    events = log_events(world)
+    assert any(e["event"] == "relief_requested" for e in events)
+    (brief_event,) = [e for e in events if e["event"] == "brief"]
+    assert events[-1]["event"] == "exit" and events[-1]["reason"] == "relieved"
+    brief = Path(brief_event["path"])
+    assert brief.parent == project / ".bridge" / "turnovers" and brief.is_file()
+    text = brief.read_text()
+    assert "fake work: step 7 of 12" in text
+    assert "work/step-7.txt — step 7 of 12, committed" in text
+    assert "step 8 of 12: write work/step-8.txt and commit it" in text
+    assert "stop after step 7: hull integrity Red" in text
+    with Ledger.open(world["db"]) as ledger:
+        kinds = Counter(e.kind for e in ledger.history("exec-1"))
+        assert kinds["brief.written"] == 1
+        assert HarnessLedger(ledger).latest_document("exec-1", "brief") is not None
+        ledger.fence("exec-1", expect_generation=1, by="team-lead", reason="relief")
+        assert ledger.reconcile("exec-1", by="team-lead").ambiguous == []
+
+    # A fresh body continues from the evidence in git; every step is committed once.
+    done = run_agent(world, "--steps", "12", "--push-every", "4", session="sess-2")
+    assert done.returncode == 0, done.stderr
+    subjects = commit_subjects(project)
+    assert sorted(Counter(subjects).values()) == [1] * 13
+    assert subjects[0] == "fake work: step 12 of 12"
+    assert sh(project, "git", "rev-parse", "HEAD") == sh(
+        world["origin"], "git", "rev-parse", "main"
+    )
+    with Ledger.open(world["db"]) as ledger:
+        effects = ledger.effects("exec-1")
+        assert [e.generation for e in effects] == [1, 2, 2]
+        assert all(e.state is EffectState.COMMITTED for e in effects)
+    contexts = [context_of(c[-1]) for c in assistant_calls(world["tmp"] / "sess-2.jsonl")]
+    assert contexts[-1] == 15000 + 5 * 8000  # the successor's own context, not the old one
+
+
+def test_crash_after_dispatch_leaves_a_dispatched_push_that_reconciles_ambiguous(
+    world: dict[str, Any],
+) -> None:
+    done = run_agent(world, "--steps", "4", "--push-every", "0", "--crash-after-dispatch", "2")
+    assert done.returncode == -9
+    project = world["project"]
+    # The push really happened; only its result was never recorded.
+    assert sh(project, "git", "rev-parse", "HEAD") == sh(
+        world["origin"], "git", "rev-parse", "main"
+    )
+    assert len(commit_subjects(project)) == 1 + 2
+    with Ledger.open(world["db"]) as ledger:
+        (effect,) = ledger.effects("exec-1")
+        assert effect.state is EffectState.DISPATCHED and effect.operation == "git.push"
+        ledger.fence("exec-1", expect_generation=1, by="team-lead", reason="body died")
+        report = ledger.reconcile("exec-1", by="team-lead")
+        assert len(report.ambiguous) == 1
+        assert ledger.get_effect(effect.effect_id).state is EffectState.AMBIGUOUS
+    assert log_events(world)[-1]["event"] == "crash"
+
+
+def test_a_fenced_body_that_wakes_is_denied_everything(world: dict[str, Any]) -> None:
+    project = world["project"]
+    proc = subprocess.Popen(
+        agent_argv(world, "--steps", "5", "--push-every", "1", "--wake-after-fence"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=world["env"],
+    )  # fmt: skip
+    try:
+        sleeping = wait_for_event(world, proc, "sleeping_until_fenced")
+        assert sleeping["generation"] == 1
+        head = sh(project, "git", "rev-parse", "HEAD")
+        origin_head = sh(world["origin"], "git", "rev-parse", "main")
+        with Ledger.open(world["db"]) as ledger:
+            before = [e.effect_id for e in ledger.effects("exec-1")]
+            ledger.fence("exec-1", expect_generation=1, by="team-lead", reason="relieved")
+        _out, err = proc.communicate(timeout=WAIT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 3, err
+    attempts = [e for e in log_events(world) if e["event"] == "wake_attempt"]
+    assert attempts and all(a["denied"] for a in attempts)
+    assert {a["action"] for a in attempts if a["by"] == "hook"} == {
+        "git commit", "git push", "message send"
+    }  # fmt: skip
+    assert all("relieved" in a["reason"] for a in attempts if a["by"] == "hook")
+    # Nothing happened: no commit, no push, no file, no message, no new effect.
+    assert sh(project, "git", "rev-parse", "HEAD") == head
+    assert sh(world["origin"], "git", "rev-parse", "main") == origin_head
+    assert not (project / "work" / "step-2.txt").exists()
+    with Ledger.open(world["db"]) as ledger:
+        assert [e.effect_id for e in ledger.effects("exec-1")] == before == before[:1]
+        assert HarnessLedger(ledger).messages("team-lead") == []
+        denials = ledger.denials("exec-1")
+        assert {d.action for d in denials} >= {"git commit", "git push", "message send"}
+        assert all(d.presented_generation == 1 and d.current_generation == 2 for d in denials)
+
+
+def test_crash_at_a_step_dies_by_sigkill_with_nothing_half_written(
+    world: dict[str, Any],
+) -> None:
+    done = run_agent(world, "--steps", "5", "--push-every", "2", "--crash-at", "3")
+    assert done.returncode == -9
+    project = world["project"]
+    assert len(commit_subjects(project)) == 1 + 2
+    assert not (project / "work" / "step-3.txt").exists()
+    with Ledger.open(world["db"]) as ledger:
+        (effect,) = ledger.effects("exec-1")
+        assert effect.state is EffectState.COMMITTED
+        assert ledger.live_lease("exec-1") is not None  # the body's lease; nothing else open
+    events = log_events(world)
+    assert events[-1] == events[-1] | {"event": "crash", "step": 3, "kind": "at-step-start"}
+
+
+def test_hang_keeps_the_process_alive_and_idle(world: dict[str, Any]) -> None:
+    proc = subprocess.Popen(
+        agent_argv(world, "--steps", "4", "--push-every", "0", "--hang-at", "2"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, env=world["env"],
+    )  # fmt: skip
+    try:
+        wait_for_event(world, proc, "hang")
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+    assert len(commit_subjects(world["project"])) == 1 + 1
+
+
+def test_bad_input_is_one_line_and_exit_2(world: dict[str, Any], tmp_path: Path) -> None:
+    done = run_agent(world, "--steps", "0")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "onstation fake-agent: bad input: argument --steps: must be at least 1 (got 0)"
+    ]
+    plain = tmp_path / "not-a-repo"
+    plain.mkdir()
+    done = subprocess.run(
+        [*AGENT, "--workspace", str(plain), "--node", "exec-1"],
+        capture_output=True, text=True, env=world["env"], timeout=WAIT, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2 and "is not a git repository" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_forged_challenge_is_refused_and_the_body_does_no_work(world: dict[str, Any]) -> None:
+    forged = json.dumps({"node": "exec-1", "generation": 1, "nonce": "n1"})
+    env = {**world["env"], "ONSTATION_NODE": "exec-1", "ONSTATION_GENERATION": "1",
+           "ONSTATION_CHALLENGE": forged}  # fmt: skip
+    done = subprocess.run(
+        [*AGENT, "--workspace", str(world["project"]), "--session-id", "sess-forged",
+         "--log", str(world["tmp"] / "sess-forged.log"), "--steps", "2"],
+        capture_output=True, text=True, env=env, timeout=WAIT, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr  # no birth to answer: onstation says bad input
+    assert "challenge answer failed (exit 2)" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    events = log_events(world, "sess-forged")
+    assert [e["event"] for e in events if e["event"] in ("challenge_answer", "tool")] == [
+        "challenge_answer"
+    ]
+    assert commit_subjects(world["project"]) == ["init"]
+
+
+def _challenge_command_exists(env: dict[str, str]) -> bool:
+    done = subprocess.run(
+        [ONSTATION, "challenge", "answer", "--help"], capture_output=True, env=env, check=False
+    )
+    return done.returncode == 0
+
+
+@pytest.mark.parametrize("world", [{"supervised": True}], indirect=True)
+def test_a_supervised_relief_launches_a_fake_agent_that_answers_its_challenge(
+    world: dict[str, Any],
+) -> None:
+    """The whole loop: a team lead relieves a working body; it writes its brief and stops;
+    the successor launched by onstation answers its challenge, heartbeats, and finishes."""
+    env = world["env"]
+    if not _challenge_command_exists(env):
+        pytest.skip("onstation challenge answer does not exist yet")
+    env = {**env, "ONSTATION_KEYS_DIR": str(world["tmp"] / "keys")}
+    world["env"] = env
+    project = world["project"]
+    opened = subprocess.run(
+        [ONSTATION, "episode", "open", "exec-1", "--objective", "fake work"],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert opened.returncode == 0, opened.stderr
+    steps = "20"
+    body = subprocess.Popen(
+        agent_argv(world, "--steps", steps, "--push-every", "4", "--tokens-per-step", "500"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    successor_log = world["tmp"] / "successor.log"
+    try:
+        wait_for_event(world, body, "step")  # the body is at work
+        relieved = subprocess.run(
+            [ONSTATION, "relieve", "exec-1", "--harness", "fake", "--brief-wait", "60",
+             "--challenge-wait", "60", "--shutdown-wait", "0.5", "--json",
+             f"--arg=--steps={steps}", "--arg=--push-every=4", "--arg=--tokens-per-step=500",
+             f"--arg=--log={successor_log}"],
+            capture_output=True, text=True, env=env, timeout=WAIT, check=False,
+        )  # fmt: skip
+        _out, err = body.communicate(timeout=WAIT)
+    finally:
+        if body.poll() is None:
+            body.kill()
+            body.wait()
+    assert relieved.returncode == 0, relieved.stdout + relieved.stderr
+    outcome = json.loads(relieved.stdout)
+    assert (outcome["state"], outcome["to_generation"]) == ("SETTLED", 2)
+    assert body.returncode == 0, err
+
+    deadline = time.monotonic() + WAIT
+    events: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        lines = successor_log.read_text().splitlines() if successor_log.exists() else []
+        events = [json.loads(line) for line in lines if line.strip()]
+        if events and events[-1]["event"] == "exit":
+            break
+        time.sleep(0.2)
+    assert events and events[-1] == events[-1] | {"event": "exit", "code": 0, "reason": "done"}
+    start = events[0]
+    assert start["challenge"] is True and start["generation"] == 2
+    assert start["transcript"].startswith(str(project / ".bridge" / "transcripts"))
+    (answer,) = [e for e in events if e["event"] == "challenge_answer"]
+    assert answer["exit_code"] == 0
+    assert any(e["event"] == "heartbeat" and e["ok"] for e in events)
+    assert not [e for e in events if e["event"] in ("relief_requested", "gave_up")]
+    # The successor continued from the evidence: every step committed once, all pushed.
+    subjects = commit_subjects(project)
+    assert sorted(Counter(subjects).values()) == [1] * 21
+    assert sh(project, "git", "rev-parse", "HEAD") == sh(
+        world["origin"], "git", "rev-parse", "main"
+    )
+    with Ledger.open(world["db"]) as ledger:
+        effects = ledger.effects("exec-1")
+        assert all(e.state is EffectState.COMMITTED for e in effects)
+        assert effects[-1].generation == 2
+        assert ledger.get_node("exec-1").generation == 2
+
+
+def test_the_click_command_delegates_to_main() -> None:
+    from onstation.cli.fake_agent_command import register
+
+    group = click.Group("onstation")
+    register(group)
+    result = CliRunner().invoke(group, ["fake-agent", "--help"])
+    assert result.exit_code == 0
+    assert "--crash-after-dispatch" in result.output and "--wake-after-fence" in result.output
+    result = CliRunner().invoke(group, ["fake-agent", "--window", "123"])
+    assert result.exit_code == 2
