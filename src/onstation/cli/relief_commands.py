@@ -32,7 +32,7 @@ def register(cli: click.Group) -> None:
 @click.option("--harness", default="fake", show_default=True,
               type=click.Choice(["fake", "claude-code", "codex", "command"]),
               help="What launches the successor.")  # fmt: skip
-@click.option("--command", "command_template", default=None, help="Template for --harness command.")
+@click.option("--command", "command_template", default=None, help="--harness command's template.")
 @click.option("--model", default=None, help="Model for a claude-code or codex successor.")
 @click.option("--execution-class", default="real-provider", show_default=True,
               type=click.Choice(["real-provider", "fake", "replay"]),
@@ -48,8 +48,8 @@ def register(cli: click.Group) -> None:
 @command_options
 def relieve_cmd(
     node_name: str, harness: str, command_template: str | None, model: str | None,
-    execution_class: str, emergency: bool, brief_wait: float, challenge_wait: float, shutdown_wait: float,
-    workspace: str | None, capacity_file: str | None, by: str | None,
+    execution_class: str, emergency: bool, brief_wait: float, challenge_wait: float,
+    shutdown_wait: float, workspace: str | None, capacity_file: str | None, by: str | None,
     launch_args: tuple[str, ...], opts: Options,
 ) -> None:  # fmt: skip
     """Relieve NODE: brief, fence, reconcile, capsule, verdict, and only if READY launch,
