@@ -36,7 +36,7 @@ def register(cli: click.Group) -> None:
 @click.option("--model", default=None, help="Model for a claude-code or codex successor.")
 @click.option("--execution-class", default="real-provider", show_default=True,
               type=click.Choice(["real-provider", "fake", "replay"]),
-              help="What a --harness command successor is (fake: an explicit simulation).")  # fmt: skip
+              help="A command successor's class (fake: an explicit simulation).")  # fmt: skip
 @click.option("--emergency", is_flag=True, help="Do not wait for a brief: build it from evidence.")
 @click.option("--brief-wait", type=float, default=30.0, show_default=True, help="Seconds.")
 @click.option("--challenge-wait", type=float, default=60.0, show_default=True, help="Seconds.")
