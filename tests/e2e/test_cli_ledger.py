@@ -128,7 +128,8 @@ BAD_INPUTS: list[list[str]] = [
     ["history", "ghost"],
     ["db", "status", "--db", "sqlite:"],
     ["db", "migrate", "--db", "redis://localhost"],
-    ["demo", "--db", "ftp://x"],
+    ["tour", "--db", "ftp://x"],
+    ["demo", "--timeout", "0"],
     ["no-such-command"],
 ]
 
@@ -204,11 +205,11 @@ def test_json_output_uses_the_vocabulary(populated: tuple[str, str]) -> None:
 
 
 def test_installed_console_script_runs_the_tour(tmp_path: Path) -> None:
-    """The README's main job, through the real installed entry point."""
+    """The ledger tour, through the real installed entry point."""
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
     env.pop("ONSTATION_DB", None)
     done = subprocess.run(
-        [str(ONSTATION), "demo"], capture_output=True, text=True, env=env, timeout=120, check=False
+        [str(ONSTATION), "tour"], capture_output=True, text=True, env=env, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr
     for expected in ("AMBIGUOUS", "denied (exit 3)", "blocked (exit 4)", "respawn 3/3"):
@@ -216,7 +217,7 @@ def test_installed_console_script_runs_the_tour(tmp_path: Path) -> None:
     # The tour leaves the user's own ledger alone.
     assert not (tmp_path / "state" / "onstation" / "ledger.db").exists()
     summary = subprocess.run(
-        [str(ONSTATION), "demo", "--json"], capture_output=True, text=True, env=env, timeout=120,
+        [str(ONSTATION), "tour", "--json"], capture_output=True, text=True, env=env, timeout=120,
         check=False,
     )  # fmt: skip
     data = json.loads(summary.stdout)

@@ -1,4 +1,7 @@
-"""The scripted tour of one relief on the ledger, printed for a person.
+"""What ``onstation demo`` (the main job on a scratch team) and ``onstation tour`` (the
+ledger alone) print for a person.
+
+The tour:
 
 It runs real ledger operations on a real SQLite file (a temporary one unless ``--db`` is
 given): a body is born, acts, goes silent mid-push; the relief fences it, the stale body
@@ -11,6 +14,7 @@ from __future__ import annotations
 import secrets
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +22,13 @@ from typing import Any
 import click
 
 from onstation.cli.common import Options, emit
-from onstation.core.errors import BlockedByPolicy, Conflict, OnstationError, StaleGeneration
+from onstation.core.errors import (
+    BadInput,
+    BlockedByPolicy,
+    Conflict,
+    OnstationError,
+    StaleGeneration,
+)
 from onstation.ledger import Ledger
 
 
@@ -154,3 +164,59 @@ def run_tour(opts: Options, *, keep: bool) -> None:
     if scratch is not None and keep:
         say(f"\nledger kept at {url}: try `onstation history {executor} --db {url}`")
     emit(opts, summary, "\nThe tour is over: one identity, two bodies, nothing repeated.")
+
+
+def run_team_demo(opts: Options, *, keep: bool, timeout: float) -> None:
+    """Run the scratch team (see :mod:`onstation.relief.demo`) and print what happened."""
+    from onstation.relief.demo import TEAM, run_demo
+
+    if timeout <= 0:
+        raise BadInput("--timeout: must be positive")
+    started = time.monotonic()
+    say = (lambda _t: None) if opts.json else click.echo
+    if not opts.json:
+        _step("A scratch team: a coordinator and two executors, each a real process")
+    summary = run_demo(keep=keep, say=say, timeout=timeout)
+    elapsed = time.monotonic() - started
+    summary["elapsed_seconds"] = round(elapsed, 1)
+    nodes = summary["nodes"]
+    ok = all(n["each_step_once"] and n["ambiguous"] == 0 for n in nodes.values())
+    summary["ok"] = ok
+    if opts.json:
+        emit(opts, summary, "")
+    else:
+        _step("The team, as the ledger sees it")
+        from onstation.cli.relief_commands import _table
+
+        click.echo(_table(summary["team"]))
+        _step("Reliefs")
+        for member in TEAM:
+            for relief in nodes[member.node]["reliefs"]:
+                click.echo(
+                    f"   {member.node}: relief {relief['relief_id']} ({relief['cause']}): "
+                    f"{relief['verdict']}, {relief['state']}, generation {relief['from']} -> "
+                    f"{relief['to']}"
+                )
+                if relief["report"]:
+                    click.echo(
+                        f"     report: {relief['report']}"
+                        if keep
+                        else "     report written (use --keep to read it)"
+                    )
+        _step("Checks")
+        for member in TEAM:
+            n = nodes[member.node]
+            click.echo(
+                f"   {member.node:<12} {n['commits']}/{n['steps']} steps committed, "
+                f"{'each exactly once' if n['each_step_once'] else 'NOT each once'}; "
+                f"{n['pushes_committed']} push(es) journaled once; {n['ambiguous']} ambiguous; "
+                f"generation {n['generation']}"
+            )
+        click.echo("")
+        click.echo(
+            f"{'Done' if ok else 'FAILED'} in {elapsed:.1f} s: every commit made once, old "
+            "bodies fenced, every loss on record."
+            + (f" Scratch team kept in {summary['scratch']}" if keep else "")
+        )
+    if not ok:
+        raise SystemExit(1)

@@ -823,10 +823,21 @@ def db_status(opts: Options) -> None:
 
 
 @cli.command("demo")
-@click.option("--keep", is_flag=True, help="Keep the demo's ledger and print where it is.")
+@click.option("--keep", is_flag=True, help="Keep the scratch team and print where it is.")
+@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds at most.")
 @command_options
-def demo_cmd(keep: bool, opts: Options) -> None:
-    """A tour of one relief on the ledger: birth, fence, stale body denied, AMBIGUOUS, limit."""
+def demo_cmd(keep: bool, timeout: float, opts: Options) -> None:
+    """The main job on a scratch team: three fake agents, a relief, a self-respawn."""
+    from onstation.cli.demo import run_team_demo
+
+    run_team_demo(opts, keep=keep, timeout=timeout)
+
+
+@cli.command("tour")
+@click.option("--keep", is_flag=True, help="Keep the tour's ledger and print where it is.")
+@command_options
+def tour_cmd(keep: bool, opts: Options) -> None:
+    """A tour of one relief on the ledger alone: birth, fence, stale body denied, AMBIGUOUS."""
     from onstation.cli.demo import run_tour
 
     run_tour(opts, keep=keep)

@@ -100,6 +100,8 @@ class Options:
     log: Path | None = None
     transcript: Path | None = None
     prompt: str | None = None
+    coordinator: str | None = None
+    step_seconds: float = 0.0
 
 
 def _int(text: str) -> int:
@@ -261,6 +263,20 @@ def build_parser() -> argparse.ArgumentParser:
         "else WORKSPACE/../SESSION.jsonl).",
     )
     p.add_argument("--prompt", default=None, help="The user prompt it starts with.")
+    p.add_argument(
+        "--step-seconds",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="Think for S seconds before each step (the heartbeat goes on), as a model would.",
+    )
+    p.add_argument(
+        "--coordinator",
+        default=None,
+        metavar="L3:PUN",
+        help="Act as coordinator coord-L3-PUN: at Red, write a continuation manifest, tell "
+        "the spawner (respawn_triggered) and stop, instead of writing a turnover brief.",
+    )
     return p
 
 
@@ -286,6 +302,8 @@ def parse_args(argv: list[str]) -> Options:
         log=ns.log,
         transcript=ns.transcript,
         prompt=ns.prompt,
+        coordinator=ns.coordinator,
+        step_seconds=max(0.0, ns.step_seconds),
     )
 
 
@@ -1000,6 +1018,8 @@ class FakeAgent:
             self.log("hang", step=step)
             while True:
                 time.sleep(3600)
+        if self.o.step_seconds:
+            time.sleep(self.o.step_seconds)
         pushing = self._pushes_at(step)
         calls = 3 if pushing else 2
         relative = f"work/step-{step}.txt"
@@ -1095,8 +1115,66 @@ class FakeAgent:
 
     def _hand_over(self, step: int) -> int:
         assert self.relief is not None
-        self._write_brief(step, self.relief)
+        if self.o.coordinator:
+            self._respawn_self(step)
+        else:
+            self._write_brief(step, self.relief)
         return self._stop("relieved", step)
+
+    def _cli_tool(self, step: int, args: list[str], description: str) -> dict[str, Any]:
+        """Run an onstation command as a Bash tool call through the hooks; its JSON output."""
+        assert self.transcript is not None
+        argv = self.cli.command(*args)
+        result: dict[str, Any] = {}
+
+        def action() -> tuple[dict[str, Any], bool]:
+            done = subprocess.run(
+                argv, capture_output=True, text=True, env=self.env, cwd=self.workspace,
+                timeout=120, check=False,
+            )  # fmt: skip
+            result["code"], result["stdout"] = done.returncode, done.stdout
+            return {"stdout": done.stdout.strip()[:2000], "stderr": done.stderr.strip(),
+                    "interrupted": False, "isImage": False,
+                    "exitCode": done.returncode}, done.returncode == 0  # fmt: skip
+
+        tokens = self.transcript.last_tokens or self.tokens
+        response = self.tool(step, "Bash", {"command": shlex.join(argv),
+                                            "description": description}, tokens,
+                             f"{description}.", action)  # fmt: skip
+        if response is None:
+            raise AgentError(f"{description} failed: {result.get('stdout', '').strip()[:200]}")
+        try:
+            data = json.loads(result["stdout"])
+        except (ValueError, KeyError) as exc:
+            raise AgentError(f"{description}: unexpected output") from exc
+        return data if isinstance(data, dict) else {}
+
+    def _respawn_self(self, step: int) -> None:
+        """The coordinator procedure: manifest, tell the spawner, stop (the lead respawns)."""
+        l3, _, pun = str(self.o.coordinator).partition(":")
+        total = self.o.steps
+        args = ["manifest", "write", self.node, "--l3", l3, "--pun", pun or "coord",
+                "--l3-task", f"coordinate {total} steps of fake work",
+                "--scratch", f"{len(self.done)} of {total} steps committed"]  # fmt: skip
+        for item in self.done:
+            args += ["--completed", f"step {item.step}: committed {item.commit[:12]}"]
+        for n in range(step + 1, total + 1):
+            args += ["--not-started", f"step {n}: write work/step-{n}.txt and commit it"]
+        args += ["--next", f"continue from step {step + 1}", "--json"]
+        manifest = self._cli_tool(step, args, "Write the continuation manifest")
+        path = str(manifest.get("path"))
+        node = self._cli_tool(step, ["node", "show", self.node, "--json"], "Find my spawner")
+        spawner = node.get("spawner") or "team-lead"
+        self._cli_tool(
+            step,
+            ["message", "send", "--from", self.node, "--to", str(spawner), "--kind",
+             "respawn_triggered", "--body",
+             f"{self.node}: COORD_RESPAWN TRIGGERED; {len(self.done)}/{total} sub-tasks done; "
+             f"continuation manifest: {path}", "--json"],
+            "Notify my spawner",
+        )  # fmt: skip
+        self.brief_path = path
+        self.log("respawn_triggered", step=step, manifest=path, spawner=spawner)
 
     def _write_brief(self, step: int, why: str) -> None:
         assert self.transcript is not None

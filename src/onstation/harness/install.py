@@ -74,10 +74,10 @@ description: >
    `onstation manifest write {node} --l3 L3-NAME --pun PUN --l3-task "L3 TASK"
     --completed "EXEC: STATUS — SUMMARY" --in-flight "..." --not-started "..."
     --scratch "STATUS AND CHILDREN TABLES" --next "EXACT NEXT ACTION" --blocker "..."`
-4. Count the respawn: `onstation respawn request {node}`.
-5. Tell your spawner: `onstation message send --from {node} --to SPAWNER --kind
+4. Tell your spawner (its relief counts the respawn, atomically, and starts your successor
+   with the manifest): `onstation message send --from {node} --to SPAWNER --kind
    respawn_triggered --body "COORD_RESPAWN TRIGGERED; continuation manifest: PATH"`.
-6. Stop.
+5. Stop.
 """
 
 

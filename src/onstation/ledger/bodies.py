@@ -402,6 +402,7 @@ class HarnessLedger:
         source: str,
         model: str | None,
         tier: str,
+        supervised: bool = True,
     ) -> bool:
         """Store the body's latest fill; True when this tier is new for this body.
 
@@ -433,7 +434,8 @@ class HarnessLedger:
                                generation=session.generation,
                                actor=holder_for(session.harness, session.session_id),
                                tier=tier, percent=round(percent, 2), source=source,
-                               session_id=session.session_id)  # fmt: skip
+                               session_id=session.session_id,
+                               supervised=supervised)  # fmt: skip
             return True
 
         return self.ledger._write(body)

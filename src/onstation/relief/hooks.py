@@ -299,6 +299,7 @@ class HookRunner:
             source=reading.source,
             model=reading.model,
             tier=tier.value,
+            supervised=self.config.supervised,
         )
         if new and not self.config.supervised and tier is not Tier.GREEN:
             self._queue_tier_message(session, tier, reading.percent)

@@ -87,6 +87,7 @@ class Relief:
         self.records = HarnessLedger(ledger)
         self.relief = ReliefLedger(ledger)
         self.say = options.progress
+        self.handover: Any = None  # the brief or manifest the successor is given
 
     # -- the flow ---------------------------------------------------------------------------
 
@@ -136,6 +137,18 @@ class Relief:
 
         requested = self.ledger._clock()
         before = self.records.latest_document(self.node, "brief")
+        generation = self.ledger.get_node(self.node).generation
+        written = [
+            doc for doc in (before, self.records.latest_document(self.node, "manifest"))
+            if doc is not None and doc.generation == generation
+        ]  # fmt: skip
+        if written:
+            # The body already handed over (a brief at Red, a coordinator's manifest).
+            latest = max(written, key=lambda d: d.at)
+            self.handover = latest
+            self.relief.update_relief(rid, state="BRIEFED", detail={latest.kind: latest.path})
+            self.say(f"{latest.kind} already written: {latest.path}")
+            return
         if not self.opts.emergency:
             self.records.post_message(
                 sender=self.opts.by, recipient=self.node, kind="relief_requested",
@@ -148,8 +161,10 @@ class Relief:
             self.say(f"requested a turnover brief (waiting up to {self.opts.brief_wait:.0f} s)")
             deadline = time.monotonic() + self.opts.brief_wait
             while time.monotonic() < deadline:
-                latest = self.records.latest_document(self.node, "brief")
-                if latest is not None and latest.at >= requested and latest != before:
+                fresh = self.records.latest_document(self.node, "brief")
+                if fresh is not None and fresh.at >= requested and fresh != before:
+                    latest = fresh
+                    self.handover = latest
                     self.relief.update_relief(rid, state="BRIEFED",
                                               detail={"brief": latest.path})  # fmt: skip
                     self.say(f"brief received: {latest.path}")
@@ -160,6 +175,7 @@ class Relief:
             Supplied({"reason": "emergency brief built from evidence alone"}),
             workspace=self.opts.workspace, by=self.opts.by,
         )  # fmt: skip
+        self.handover = self.records.latest_document(self.node, "brief")
         self.relief.update_relief(rid, state="BRIEFED",
                                   detail={"brief": str(path), "emergency": True})  # fmt: skip
         self.say(f"emergency brief from evidence: {path}")
@@ -184,7 +200,7 @@ class Relief:
 
     def _agent_parts(self) -> dict[str, Any]:
         """What the brief says, as capsule parts the successor gets (agent-supplied claims)."""
-        brief = self.records.latest_document(self.node, "brief")
+        brief = self.handover
         parts: dict[str, Any] = {
             "capabilityRequirements": [
                 {"kind": "tool", "name": name, "required": True, "grants": [grant]}
@@ -194,7 +210,7 @@ class Relief:
         }  # fmt: skip
         if brief is not None:
             content = brief.content
-            remaining = content.get("remaining_work") or []
+            remaining = content.get("remaining_work") or content.get("not_started") or []
             parts["planFrontier"] = [
                 {"id": f"remaining-{i}", "text": str(text)[:500], "state": "open"}
                 for i, text in enumerate(remaining, 1)
@@ -334,7 +350,7 @@ class Relief:
             session_id, harness="claude-code", node=self.node, generation=generation,
             lease_id=lease.lease_id, workspace=workspace,
         )  # fmt: skip
-        brief = self.records.latest_document(self.node, "brief")
+        brief = self.handover
         prompt = successor_prompt(
             self.node, generation, challenge, brief.content if brief else None, capsule
         )
@@ -437,6 +453,11 @@ class Relief:
         """Ask, wait for approval or time out, then terminate only by a matching witness."""
         from onstation.harness import witness as witnesses
 
+        birth = self.relief.birth(self.node, predecessor)
+        if birth is not None and birth.launch_witness is not None:
+            seen = witnesses.check(witnesses.ProcessWitness.from_json(birth.launch_witness))
+            if seen.gone:
+                return f"predecessor process already gone ({seen.reason}); nothing to shut down"
         request = self.records.post_message(
             sender=self.opts.by, recipient=self.node, kind="shutdown_request",
             body=f"You have been relieved (generation {predecessor} is fenced). Stop now.",
@@ -450,7 +471,6 @@ class Relief:
                 approved = True
                 break
             time.sleep(self.opts.poll)
-        birth = self.relief.birth(self.node, predecessor)
         if birth is None or birth.launch_witness is None:
             return ("shutdown approved" if approved else "shutdown not acknowledged") + (
                 "; no process witness for the predecessor, no signal sent"

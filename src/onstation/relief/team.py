@@ -14,7 +14,6 @@ from typing import Any
 from onstation.core.errors import BlockedByPolicy, Conflict, OnstationError
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import HarnessLedger
-from onstation.ledger.relief_records import ReliefLedger
 
 SETTLED_EFFECTS = ("COMMITTED", "COMPENSATED", "FAILED_BEFORE_DISPATCH")
 
@@ -50,7 +49,13 @@ def _due(ledger: Ledger, node: str, handled: set[tuple[str, int]]) -> tuple[str,
     for event in reversed(ledger.history(node)):
         if event.generation != current:
             continue
-        if event.kind == "hull.tier" and event.detail.get("tier") in ("red", "critical"):
+        if (
+            event.kind == "hull.tier"
+            and event.detail.get("tier") in ("red", "critical")
+            and event.detail.get("supervised", True)
+        ):
+            # A body that relieves itself (not supervised) is left to do so; the lead acts
+            # when it is told (respawn_triggered) or at the watch of a supervised body.
             return f"hull integrity {event.detail['tier']}", event.detail["tier"] == "critical"
     return None
 
@@ -67,17 +72,21 @@ def supervise(
     say: Callable[[str], None],
     brief_wait: float = 30.0,
     challenge_wait: float = 60.0,
+    shutdown_wait: float = 10.0,
     launch_args: tuple[str, ...] = (),
+    launch_args_for: dict[str, tuple[str, ...]] | None = None,
+    on_outcome: Callable[[Any], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> list[str]:
     """Watch and relieve until halted (or once / for ``max_seconds``); returns what it did."""
     from onstation.harness.launch import launcher_for
     from onstation.relief.relieve import Relief, ReliefOptions
 
     actions: list[str] = []
+    waits = (brief_wait, challenge_wait, shutdown_wait)
     handled: set[tuple[str, int]] = set()
     started = time.monotonic()
     lead = "team-lead"
-    relief_records = ReliefLedger(ledger)
     records = HarnessLedger(ledger)
     while True:
         if any(h.node is None for h in ledger.halts()):
@@ -90,32 +99,38 @@ def supervise(
                 handled.discard((message.sender, ledger.get_node(message.sender).generation))
                 actions.append(f"{message.sender}: respawn requested by itself")
                 say(actions[-1])
+                args = (launch_args_for or {}).get(message.sender, launch_args)
                 _relieve(ledger, message.sender, "coordinator self-respawn", False, harness, db,
-                         say, actions, brief_wait, challenge_wait, launch_args, Relief,
-                         ReliefOptions, launcher_for)  # fmt: skip
+                         say, actions, waits, args, Relief,
+                         ReliefOptions, launcher_for, on_outcome)  # fmt: skip
         for node in watched:
             due = _due(ledger, node, handled)
             if due is None:
                 continue
             cause, emergency = due
             handled.add((node, ledger.get_node(node).generation))
-            _relieve(ledger, node, cause, emergency, harness, db, say, actions, brief_wait,
-                     challenge_wait, launch_args, Relief, ReliefOptions, launcher_for)  # fmt: skip
+            args = (launch_args_for or {}).get(node, launch_args)
+            _relieve(ledger, node, cause, emergency, harness, db, say, actions, waits,
+                     args, Relief, ReliefOptions, launcher_for,
+                     on_outcome)  # fmt: skip
         if once or (max_seconds is not None and time.monotonic() - started >= max_seconds):
             break
+        if stop is not None and stop():
+            break
         time.sleep(poll)
-    del relief_records
     return actions
 
 
 def _relieve(ledger: Ledger, node: str, cause: str, emergency: bool, harness: str,
-             db: str | None, say: Callable[[str], None], actions: list[str], brief_wait: float,
-             challenge_wait: float, launch_args: tuple[str, ...], relief_cls: Any,
-             options_cls: Any, launcher_for: Any) -> None:  # fmt: skip
+             db: str | None, say: Callable[[str], None], actions: list[str],
+             waits: tuple[float, float, float], launch_args: tuple[str, ...], relief_cls: Any,
+             options_cls: Any, launcher_for: Any,
+             on_outcome: Callable[[Any], None] | None = None) -> None:  # fmt: skip
+    brief_wait, challenge_wait, shutdown_wait = waits
     options = options_cls(
         launcher=launcher_for(harness), by="team-lead", cause=cause, emergency=emergency,
-        brief_wait=brief_wait, challenge_wait=challenge_wait, db=db, launch_args=launch_args,
-        progress=lambda t: say(f"  {node}: {t}"),
+        brief_wait=brief_wait, challenge_wait=challenge_wait, shutdown_wait=shutdown_wait,
+        db=db, launch_args=launch_args, progress=lambda t: say(f"  {node}: {t}"),
     )  # fmt: skip
     try:
         outcome = relief_cls(ledger, node, options).run()
@@ -124,6 +139,8 @@ def _relieve(ledger: Ledger, node: str, cause: str, emergency: bool, harness: st
     except OnstationError as exc:
         actions.append(f"{node}: relief failed: {exc.message}")
     else:
+        if on_outcome is not None:
+            on_outcome(outcome)
         actions.append(
             f"{node}: relieved ({cause}): {outcome.verdict}, {outcome.state}, generation "
             f"{outcome.from_generation} -> {outcome.to_generation}"
