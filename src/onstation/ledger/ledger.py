@@ -593,6 +593,15 @@ class Ledger:
 
         def body(tx: Tx, now: int) -> BodyLease:
             pg = self.backend.name == "postgres"
+            if pg:
+                # Take the locks first, in their own statement, so that the read below gets a
+                # snapshot taken after them: it then sees a halt or a lease committed while we
+                # waited (a single statement would keep its pre-wait snapshot for the joins).
+                tx.one(
+                    "SELECT n.generation FROM agent_node n CROSS JOIN gate g WHERE n.name = ? "
+                    "FOR UPDATE OF n FOR SHARE OF g",
+                    (node,),
+                )
             # One round trip reads the node (locked), its current lease, any halt in force and
             # the open episode (and, on PostgreSQL, takes the halt gate in share mode):
             # admission is on the hot path of every relief.
@@ -603,10 +612,7 @@ class Ledger:
                 "(SELECT e.episode_id FROM work_episode e WHERE e.node = n.name "
                 " AND e.state = 'OPEN') "
                 "FROM agent_node n LEFT JOIN body_lease l "
-                "ON l.node = n.name AND l.generation = n.generation"
-                + (" CROSS JOIN gate g" if pg else "")
-                + " WHERE n.name = ?"
-                + (" FOR UPDATE OF n FOR SHARE OF g" if pg else ""),
+                "ON l.node = n.name AND l.generation = n.generation WHERE n.name = ?",
                 (node,),
             )
             if row is None:
@@ -757,6 +763,10 @@ class Ledger:
         The first CTE is the compare-and-swap and takes the node's row lock; the others only
         act when it matched, so a lost CAS changes nothing.
         """
+        # Lock the node first, in its own statement: at READ COMMITTED each statement takes a
+        # fresh snapshot, so the statement below then sees every lease admitted before us
+        # (a data-modifying CTE reads one snapshot, taken before any lock wait).
+        tx.one("SELECT generation FROM agent_node WHERE name = ? FOR UPDATE", (node,))
         row = tx.one(
             "WITH bumped AS ("
             " UPDATE agent_node SET generation = generation + 1"
