@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -204,3 +205,53 @@ def test_a_provisional_successor_has_no_effect_rights(team: dict[str, Any]) -> N
         effect, created = ledger.intend_effect("exec-1", generation=2, operation="git.push",
                                                destination="origin", arguments={})  # fmt: skip
         assert created and effect.generation == 2
+
+
+def test_an_interactive_session_takes_over_as_the_successor(team: dict[str, Any]) -> None:
+    """The next session started in the workspace while a relief waits becomes the successor:
+    it gets the prompt through SessionStart, answers the challenge, and only then acts; the
+    predecessor session is told it has been relieved and is denied."""
+    relief = subprocess.Popen(
+        [ONSTATION, "relieve", "exec-1", "--harness", "interactive", "--brief-wait", "0",
+         "--challenge-wait", "60", "--shutdown-wait", "0.5", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=team["env"],
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with Ledger.open(team["db"]) as ledger:
+                lease = ledger.live_lease("exec-1")
+            if lease is not None and lease.generation == 2:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("the relief never admitted generation 2")
+        session = subprocess.run(
+            [sys.executable, str(Path(__file__).with_name("interactive_session.py")), ONSTATION,
+             str(team["app"]), "sess-new", "4"],
+            capture_output=True, text=True, env=team["env"], timeout=120, check=False,
+        )  # fmt: skip
+        out, err = relief.communicate(timeout=120)
+    finally:
+        if relief.poll() is None:
+            relief.kill()
+    assert "You are the new body of exec-1, generation 2" in session.stdout, session.stdout
+    assert "answer: 0" in session.stdout, session.stdout
+    outcome = json.loads(out)
+    assert outcome["state"] == "SETTLED", err
+    with Ledger.open(team["db"]) as ledger:
+        assert ledger.live_lease("exec-1").holder == "claude-code session sess-new"  # type: ignore[union-attr]
+        birth = ReliefLedger(ledger).birth("exec-1", 2)
+        assert birth is not None and birth.state == "RUNNING"
+    pre = subprocess.run(
+        [ONSTATION, "hook", "claude-code", "PreToolUse"], capture_output=True, text=True,
+        env=team["env"], check=False,
+        input=json.dumps({"session_id": "pred", "cwd": str(team["app"]),
+                          "hook_event_name": "PreToolUse", "tool_name": "Read",
+                          "tool_input": {}, "tool_use_id": "x"}),
+    )  # fmt: skip
+    decision = json.loads(pre.stdout)["hookSpecificOutput"]
+    assert (
+        decision["permissionDecision"] == "deny"
+        and "relieved" in decision["permissionDecisionReason"]
+    )

@@ -126,3 +126,19 @@ def test_manifest_refuses_while_an_exchange_is_open(setup: tuple[Ledger, Path]) 
     assert "Respawn count: 0/3" in path.read_text()
     with pytest.raises(BadInput):
         write_manifest(ledger, "exec-1", supplied, l3="../x", pun="bosun")
+
+
+def test_brief_takes_the_current_task_from_the_ledger(setup: tuple[Ledger, Path]) -> None:
+    from onstation.ledger.relief_records import ReliefLedger
+
+    ledger, _repo = setup
+    task = ReliefLedger(ledger).create_task(
+        "wire the session cookie", owner="exec-1", status="in_progress", by="lead"
+    )
+    _path, content = write_brief(ledger, "exec-1", Supplied.load(None, _BRIEF_KEYS))
+    assert content["current_task"] == {
+        "id": str(task.task_id),
+        "description": "wire the session cookie",
+        "status": "in_progress",
+    }
+    assert content["evidence"]["tasks"][0]["title"] == "wire the session cookie"

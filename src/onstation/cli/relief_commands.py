@@ -30,8 +30,9 @@ def register(cli: click.Group) -> None:
 @click.command("relieve")
 @click.argument("node_name", metavar="NODE")
 @click.option("--harness", default="fake", show_default=True,
-              type=click.Choice(["fake", "claude-code", "codex", "command"]),
-              help="What launches the successor.")  # fmt: skip
+              type=click.Choice(["fake", "claude-code", "codex", "command", "interactive"]),
+              help="What launches the successor (interactive: the next session started in "
+                   "the workspace takes over).")  # fmt: skip
 @click.option("--command", "command_template", default=None, help="--harness command's template.")
 @click.option("--model", default=None, help="Model for a claude-code or codex successor.")
 @click.option("--execution-class", default="real-provider", show_default=True,

@@ -21,7 +21,7 @@ from typing import Any
 
 from onstation.core.errors import BadInput
 
-HARNESSES = ("fake", "claude-code", "codex", "command")
+HARNESSES = ("fake", "claude-code", "codex", "command", "interactive")
 
 
 @dataclass(frozen=True)
@@ -167,8 +167,23 @@ class CommandLauncher(Launcher):
         return out
 
 
+class InteractiveLauncher(Launcher):
+    """No launch: the next Claude Code session started (or cleared) in the workspace takes
+    the successor's lease, gets the successor prompt through its SessionStart hook and answers
+    the challenge itself."""
+
+    harness = "claude-code"
+    execution_class = "real-provider"
+    interactive = True
+
+    def launch(self, spec: LaunchSpec) -> LaunchedBody:  # pragma: no cover - never called
+        raise BadInput("an interactive successor is not launched; a session takes the lease")
+
+
 def launcher_for(harness: str, *, model: str | None = None, command: str | None = None) -> Launcher:
     """The launcher a ``--harness`` name selects."""
+    if harness == "interactive":
+        return InteractiveLauncher()
     if harness == "fake":
         return FakeLauncher()
     if harness == "claude-code":

@@ -27,6 +27,9 @@ from onstation.ledger.ledger import Ledger, _at, from_us
 #: Harness sessions sit idle for hours between prompts; a long lease renewed by every hook.
 SESSION_LEASE_TTL = timedelta(hours=12)
 
+#: The holder of a successor lease that waits for the next interactive session to take it.
+INTERACTIVE_HOLDER = "interactive successor (waiting for a session)"
+
 _SESSION_COLUMNS = (
     "session_id, harness, node, generation, lease_id, state, workspace, bound_at, "
     "relief_requested_at, stop_blocked_at, telemetry_cursor"
@@ -260,6 +263,10 @@ class HarnessLedger:
                     "admitted" if not fenced else "fenced: generation superseded",
                 )
             live = self.ledger.live_lease(node)
+            if live is not None and live.holder == INTERACTIVE_HOLDER:
+                waiting = self._bind_interactive(session_id, harness, node, live, workspace)
+                if waiting is not None:
+                    return Admission(waiting, True, False, holder, "admitted as the successor")
             if live is not None and live.holder != holder:
                 refused = self._record_session(
                     session_id, harness, node, current.generation, None, "REFUSED", workspace
@@ -294,6 +301,32 @@ class HarnessLedger:
             )
             return Admission(admitted, True, False, holder, "admitted")
         raise Conflict(f"could not settle admission of session {session_id} for {node}")
+
+    def _bind_interactive(
+        self, session_id: str, harness: str, node: str, lease: Any, workspace: str | None
+    ) -> BodySession | None:
+        """Bind the next new session to a relief's pending interactive successor lease."""
+        holder = holder_for(harness, session_id)
+
+        def body(tx: Tx, now: int) -> bool:
+            self.ledger._lock_node(tx, node)
+            taken = tx.run(
+                "UPDATE body_lease SET holder = ? WHERE lease_id = ? AND holder = ? "
+                "AND state = 'LIVE'",
+                (holder, lease.lease_id, INTERACTIVE_HOLDER),
+            )
+            if taken != 1:
+                return False
+            self.ledger._event(tx, now, node=node, kind="session.successor_bound",
+                               generation=lease.generation, actor=holder,
+                               session_id=session_id, lease_id=lease.lease_id)  # fmt: skip
+            return True
+
+        if not self.ledger._write(body):
+            return None
+        return self._record_session(
+            session_id, harness, node, lease.generation, lease.lease_id, "ADMITTED", workspace
+        )
 
     def _record_session(
         self,

@@ -161,7 +161,15 @@ def write_brief(
     effects = ledger.effects(node)
     notes = records.notes(node)
 
-    task = supplied.text("task") or (episodes[-1].objective if episodes else None)
+    from onstation.ledger.relief_records import ReliefLedger
+
+    open_tasks = [t for t in ReliefLedger(ledger).tasks(node) if t.status != "completed"]
+    current_task = open_tasks[-1] if open_tasks else None
+    task = (
+        supplied.text("task")
+        or (current_task.title if current_task else None)
+        or (episodes[-1].objective if episodes else None)
+    )
     decisions = [
         {"decision": d, "rationale": r}
         for d, r in (_split_pair(i, (": ", " — ", " -- ")) for i in supplied.items("decisions"))
@@ -184,9 +192,9 @@ def write_brief(
         "tier": tier,
         "reason": reason,
         "current_task": {
-            "id": supplied.text("task_id"),
+            "id": supplied.text("task_id") or (str(current_task.task_id) if current_task else None),
             "description": task,
-            "status": supplied.text("status"),
+            "status": supplied.text("status") or (current_task.status if current_task else None),
         },
         "completed_work": completed,
         "remaining_work": supplied.items("remaining"),
@@ -208,6 +216,10 @@ def write_brief(
                 for e in effects
             ],
             "notes": [n.text for n in notes if n.kind == "note"],
+            "tasks": [
+                {"task_id": t.task_id, "title": t.title, "status": t.status, "notes": t.notes}
+                for t in open_tasks
+            ],
         },
     }
     content["missing"] = _missing_brief(content)

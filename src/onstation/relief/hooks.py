@@ -114,12 +114,20 @@ class HookRunner:
             answer.output = {"continue": True}
         return answer
 
+    def _provisional_birth(self, session: BodySession) -> Any:
+        from onstation.ledger.relief_records import ReliefLedger
+
+        birth = ReliefLedger(self.ledger).birth(session.node, session.generation)
+        return birth if birth is not None and birth.state == "PROVISIONAL" else None
+
     def _renew_if_due(self, session: BodySession) -> None:
         lease = self.ledger.live_lease(session.node)
         if lease is None or lease.lease_id != session.lease_id:
             return
         left = lease.expires_at - self.ledger._clock()
-        if left < RENEW_WHEN_LEFT:
+        # A successor being challenged heartbeats on every hook call: that is its heartbeat
+        # witness. Otherwise renew only when the lease runs low.
+        if left < RENEW_WHEN_LEFT or self._provisional_birth(session) is not None:
             self.ledger.renew_lease(session.node, generation=session.generation,
                                     ttl=SESSION_LEASE_TTL)  # fmt: skip
 
@@ -131,6 +139,9 @@ class HookRunner:
             return HookAnswer(_context("SessionStart", self._fenced_text(session)))
         if not admission.admitted:
             return HookAnswer(_context("SessionStart", self._refused_text(admission)))
+        birth = self._provisional_birth(session)
+        if birth is not None:
+            return HookAnswer(_context("SessionStart", self._successor_start(session, birth)))
         parts: list[str] = []
         source = payload.get("source")
         if source in ("compact", "resume", "clear"):
@@ -148,7 +159,30 @@ class HookRunner:
         parts.extend(self._pending(session))
         return HookAnswer(_context("SessionStart", "\n\n".join(parts)))
 
+    def _successor_start(self, session: BodySession, birth: Any) -> str:
+        """An interactive successor: record its process witness, hand it its prompt."""
+        from onstation.harness import witness as witnesses
+        from onstation.ledger.relief_records import ReliefLedger
+
+        if birth.launch_witness is None:
+            # Hooks are run by the harness process itself: that process is the body.
+            seen = witnesses.observe(os.getppid(), nonce=str(birth.challenge.get("nonce")),
+                                     observed_at=self.ledger._clock().isoformat())  # fmt: skip
+            if seen is not None:
+                ReliefLedger(self.ledger).set_launch_witness(
+                    session.node, session.generation, seen.to_json()
+                )
+        prompt = self.records.latest_document(session.node, "prompt")
+        if prompt is not None and prompt.generation == session.generation:
+            return str(prompt.content.get("markdown", ""))
+        return (
+            f"onstation: this session is the successor of {session.node}, generation "
+            f"{session.generation}. Answer your challenge before anything else."
+        )
+
     def on_user_prompt_submit(self, admission: Admission, payload: dict[str, Any]) -> HookAnswer:
+        if admission.fenced:
+            return HookAnswer(_context("UserPromptSubmit", self._fenced_text(admission.session)))
         if not admission.admitted:
             return HookAnswer()
         self._telemetry(admission.session, payload)
@@ -187,6 +221,8 @@ class HookRunner:
 
     def on_post_tool_use(self, admission: Admission, payload: dict[str, Any]) -> HookAnswer:
         session = admission.session
+        if admission.fenced:
+            return HookAnswer(_context("PostToolUse", self._fenced_text(session)))
         if not admission.admitted:
             return HookAnswer()
         tool_use_id = payload.get("tool_use_id")

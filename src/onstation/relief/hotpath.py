@@ -190,6 +190,13 @@ def _answer(
             "SELECT 1 FROM message WHERE recipient = ? AND delivered_at IS NULL LIMIT 1",
             (row[0],),
         ).fetchone()
+        challenged = conn.execute(
+            "SELECT 1 FROM birth WHERE node = ? AND generation = ? AND state = 'PROVISIONAL'",
+            (row[0], row[1]),
+        ).fetchone()
+        if challenged is not None:
+            conn.execute("ROLLBACK")
+            return NOT_HANDLED  # a successor under challenge heartbeats on the full path
         journaled = None
         if event == "PostToolUse" and isinstance(payload.get("tool_use_id"), str):
             # The result of a journaled effect is recorded by the full path.

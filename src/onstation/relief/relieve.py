@@ -29,7 +29,7 @@ from typing import Any
 from onstation.core.errors import BlockedByPolicy, Conflict, OnstationError
 from onstation.harness.launch import LaunchedBody, Launcher, LaunchSpec
 from onstation.ledger import Ledger
-from onstation.ledger.bodies import HarnessLedger
+from onstation.ledger.bodies import INTERACTIVE_HOLDER, HarnessLedger
 from onstation.ledger.relief_records import ReliefLedger, new_nonce
 
 Progress = Callable[[str], None]
@@ -280,7 +280,8 @@ class Relief:
             text = Path(self.opts.capacity_file).read_text(encoding="utf-8")
             evidence = loads_strict(text, "--capacity")
             return {"evidence": evidence}
-        if execution_class != "fake":
+        interactive = getattr(self.opts.launcher, "interactive", False)
+        if execution_class != "fake" and not interactive:
             return None  # real providers need real evidence: the verdict will HIBERNATE
         until = now + timedelta(minutes=30)
         units = [{"unit": "context-tokens", "available": 200000, "required": 60000,
@@ -290,8 +291,12 @@ class Relief:
         return {"evidence": {
             "schema": "onstation.capacity-evidence/v1",
             "evidenceId": f"cap-{secrets.token_hex(4)}",
-            "node": self.node, "producer": "onstation-fake-harness",
-            "executionClass": "fake", "harness": harness, "provider": "fake",
+            "node": self.node,
+            # An interactive successor is a session the person at the terminal starts: the
+            # capacity is theirs, and choosing to relieve is their evidence of it.
+            "producer": "operator-interactive" if interactive else "onstation-fake-harness",
+            "executionClass": execution_class, "harness": harness,
+            "provider": "operator" if interactive else "fake",
             "billing": "none", "observedAt": _iso(now), "validUntil": _iso(until),
             "freshness": "fresh", "units": units,
             "reservation": {"reservationId": f"res-{secrets.token_hex(4)}",
@@ -324,10 +329,15 @@ class Relief:
         reservation = self.relief.reserve(self.node, generation=generation,
                                           execution_class=execution_class,
                                           evidence_digest=capsule["digest"])  # fmt: skip
+        interactive = getattr(self.opts.launcher, "interactive", False)
         session_id = str(uuid.uuid4())
+        holder = (
+            INTERACTIVE_HOLDER if interactive
+            else f"{self.opts.launcher.harness} session {session_id}"
+        )  # fmt: skip
         lease = self.ledger.acquire_lease(
-            self.node, holder=f"{self.opts.launcher.harness} session {session_id}",
-            ttl=timedelta(hours=12), expect_generation=generation, by=self.opts.by,
+            self.node, holder=holder, ttl=timedelta(hours=12), expect_generation=generation,
+            by=self.opts.by,
         )  # fmt: skip
         episodes = [e for e in self.ledger.episodes(self.node) if e.state == "OPEN"]
         challenge = {
@@ -346,15 +356,26 @@ class Relief:
         }
         self.relief.start_birth(self.node, generation=generation, lease_id=lease.lease_id,
                                 challenge=challenge, by=self.opts.by)  # fmt: skip
-        self.records.bind_launched_session(
-            session_id, harness="claude-code", node=self.node, generation=generation,
-            lease_id=lease.lease_id, workspace=workspace,
-        )  # fmt: skip
+        if not interactive:
+            self.records.bind_launched_session(
+                session_id, harness="claude-code", node=self.node, generation=generation,
+                lease_id=lease.lease_id, workspace=workspace,
+            )  # fmt: skip
         brief = self.handover
         prompt = successor_prompt(
             self.node, generation, challenge, brief.content if brief else None, capsule
         )
         self.relief.update_relief(rid, state="LAUNCHING", to_generation=generation)
+        if interactive:
+            self.records.record_document(self.node, kind="prompt", path="(successor prompt)",
+                                         content={"markdown": prompt}, by=self.opts.by)  # fmt: skip
+            self.say(
+                f"waiting for a Claude Code session in {workspace} to take generation "
+                f"{generation} (start one, or /clear the one you have)"
+            )
+            running, why = self._challenge(generation, None, challenge["nonce"])
+            return self._after_challenge(rid, predecessor, generation, plan, disposition, reasons,
+                                         reservation, running, why, None)  # fmt: skip
         spec = LaunchSpec(node=self.node, generation=generation, session_id=session_id,
                           workspace=workspace, prompt=prompt, challenge=challenge,
                           db=self.opts.db, log_dir=str(Path(workspace) / ".bridge" / "bodies"),
@@ -372,55 +393,78 @@ class Relief:
             return ReliefOutcome(rid, self.node, disposition, "BIRTH_FAILED", predecessor,
                                  generation, path, [*reasons, "body never started"])  # fmt: skip
         running, why = self._challenge(generation, body, challenge["nonce"])
+        return self._after_challenge(rid, predecessor, generation, plan, disposition, reasons,
+                                     reservation, running, why, body)  # fmt: skip
+
+    def _after_challenge(
+        self, rid: int, predecessor: int, generation: int, plan: Any, disposition: str,
+        reasons: list[str], reservation: str, running: bool, why: str,
+        body: LaunchedBody | None,
+    ) -> ReliefOutcome:  # fmt: skip
+        pid = body.pid if body is not None else None
         if not running:
             self.relief.settle_reservation(reservation, used=False)
-            self._stop_process(body)
+            if body is not None:
+                self._stop_process(body)
             path = self._report(rid, plan, predecessor, generation, f"BIRTH_FAILED: {why}")
             self.relief.update_relief(rid, state="BIRTH_FAILED", finished=True,
                                       report_path=path, detail={"birth": why})  # fmt: skip
             return ReliefOutcome(rid, self.node, disposition, "BIRTH_FAILED", predecessor,
-                                 generation, path, [*reasons, why], body.pid)  # fmt: skip
+                                 generation, path, [*reasons, why], pid)  # fmt: skip
         self.say(f"generation {generation} is RUNNING ({why})")
+        brief = self.handover
         self._create_successor_task(brief.path if brief else None, generation)
         shutdown = self._shut_down_predecessor(predecessor)
         self.relief.settle_reservation(reservation, used=True)
         path = self._report(rid, plan, predecessor, generation, f"RUNNING; {shutdown}")
         self.relief.update_relief(
             rid, state="SETTLED", finished=True, report_path=path,
-            detail={"shutdown": shutdown, "successor_pid": body.pid},
+            detail={"shutdown": shutdown, "successor_pid": pid},
         )  # fmt: skip
         self.say(f"settled: report {path}")
         return ReliefOutcome(rid, self.node, disposition, "SETTLED", predecessor, generation,
-                             path, reasons, body.pid)  # fmt: skip
+                             path, reasons, pid)  # fmt: skip
 
-    def _challenge(self, generation: int, body: LaunchedBody, nonce: str) -> tuple[bool, str]:
-        """RUNNING only when the echo, the process witness and a heartbeat all agree."""
+    def _challenge(
+        self, generation: int, body: LaunchedBody | None, nonce: str
+    ) -> tuple[bool, str]:
+        """RUNNING only when the echo, the process witness and a heartbeat all agree.
+
+        ``body`` is the process onstation launched; None for an interactive successor, whose
+        process witness is taken by its SessionStart hook when a session takes the lease.
+        """
         from onstation.harness import witness as witnesses
 
-        launched = witnesses.observe(body.pid, nonce=nonce, observed_at=_iso(self.ledger._clock()))
-        if launched is not None:
-            self.relief.set_launch_witness(self.node, generation, launched.to_json())
+        launched = None
+        if body is not None:
+            launched = witnesses.observe(body.pid, nonce=nonce,
+                                         observed_at=_iso(self.ledger._clock()))  # fmt: skip
+            if launched is not None:
+                self.relief.set_launch_witness(self.node, generation, launched.to_json())
         deadline = time.monotonic() + self.opts.challenge_wait
         while time.monotonic() < deadline:
-            exited = body.process.poll()
             birth = self.relief.birth(self.node, generation)
             assert birth is not None
-            if birth.answered_at is not None:
+            if body is None and birth.launch_witness is not None and launched is None:
+                launched = witnesses.ProcessWitness.from_json(birth.launch_witness)
+                self.say(f"a session took the lease (pid {launched.pid}); waiting for its echo")
+            root = launched.pid if launched is not None else None
+            if birth.answered_at is not None and launched is not None:
                 lease = next(ls for ls in self.ledger.leases(self.node)
                              if ls.generation == generation)  # fmt: skip
                 heartbeat = lease.renewed_at > lease.acquired_at
-                check = witnesses.check(launched) if launched is not None else None
+                check = witnesses.check(launched)
                 answer_pid = (birth.answer_witness or {}).get("pid")
                 if (
-                    check is not None
-                    and check.state == "MATCH"
+                    check.state == "MATCH"
                     and heartbeat
-                    and (answer_pid in (body.pid, None) or _descends(answer_pid, body.pid))
+                    and (answer_pid in (root, None) or _descends(answer_pid, launched.pid))
                 ):
                     self.relief.decide_birth(self.node, generation=generation, running=True,
                                              reason="echo, process and heartbeat witnesses agree",
                                              by=self.opts.by)  # fmt: skip
                     return True, "echo, process and heartbeat witnesses agree"
+            exited = body.process.poll() if body is not None else None
             if exited is not None and (birth.answered_at is None or launched is None):
                 reason = f"exited before the challenge (exit {exited})"
                 self.relief.decide_birth(self.node, generation=generation, running=False,
@@ -429,11 +473,13 @@ class Relief:
             time.sleep(self.opts.poll)
         birth = self.relief.birth(self.node, generation)
         state = "unknown" if launched is None else witnesses.check(launched).state
-        reason = (
-            "no challenge answer in time"
-            if birth is None or birth.answered_at is None
-            else "no heartbeat in time"
-        ) + f" (process {state.lower()}; effects revoked, never assumed dead)"
+        if body is None and launched is None:
+            reason = "no session took the successor's lease in time"
+        elif birth is None or birth.answered_at is None:
+            reason = "no challenge answer in time"
+        else:
+            reason = "no heartbeat in time"
+        reason += f" (process {state.lower()}; effects revoked, never assumed dead)"
         self.relief.decide_birth(self.node, generation=generation, running=False, reason=reason,
                                  by=self.opts.by)  # fmt: skip
         return False, reason

@@ -85,7 +85,7 @@ CREATE TABLE document (
     document_id  BIGSERIAL PRIMARY KEY,
     node         TEXT NOT NULL REFERENCES agent_node(name),
     generation   BIGINT NOT NULL,
-    kind         TEXT NOT NULL CHECK (kind IN ('brief', 'manifest', 'report')),
+    kind         TEXT NOT NULL CHECK (kind IN ('brief', 'manifest', 'report', 'prompt')),
     path         TEXT NOT NULL,
     content      TEXT NOT NULL,
     digest       TEXT NOT NULL,
