@@ -414,3 +414,50 @@ def test_the_click_command_delegates_to_main() -> None:
     assert "--crash-after-dispatch" in result.output and "--wake-after-fence" in result.output
     result = CliRunner().invoke(group, ["fake-agent", "--window", "123"])
     assert result.exit_code == 2
+
+
+def test_a_body_killed_mid_push_is_quarantined_and_its_push_never_repeated(
+    world: dict[str, Any],
+) -> None:
+    """SIGKILL between dispatch and result: the relief will not launch while the push is
+    AMBIGUOUS; once an operator has observed it, the successor finishes the work and the push
+    is on record exactly once."""
+    env = {**world["env"], "ONSTATION_KEYS_DIR": str(world["tmp"] / "keys")}
+    steps = "6"
+    crashed = subprocess.run(
+        agent_argv(world, "--steps", steps, "--push-every", "2", "--crash-after-dispatch", "2"),
+        capture_output=True, text=True, env=env, timeout=WAIT, check=False,
+    )  # fmt: skip
+    assert crashed.returncode == -9
+    relieve = [ONSTATION, "relieve", "exec-1", "--harness", "fake", "--brief-wait", "0",
+               "--challenge-wait", "60", "--shutdown-wait", "0.5", "--json",
+               f"--arg=--steps={steps}", "--arg=--push-every=2",
+               f"--arg=--log={world['tmp'] / 'successor.log'}"]  # fmt: skip
+    first = subprocess.run(relieve, capture_output=True, text=True, env=env, timeout=WAIT,
+                           check=False)  # fmt: skip
+    outcome = json.loads(first.stdout)
+    assert (outcome["verdict"], outcome["state"]) == ("QUARANTINED", "NOT_LAUNCHED")
+    with Ledger.open(world["db"]) as ledger:
+        (ambiguous,) = ledger.effects("exec-1", state=EffectState.AMBIGUOUS)
+        assert ledger.live_lease("exec-1") is None  # nothing was launched
+        ledger.resolve_effect(ambiguous.effect_id, outcome="observed", by="ops",
+                              why="origin has the pushed commit")  # fmt: skip
+    second = subprocess.run(relieve, capture_output=True, text=True, env=env, timeout=WAIT,
+                            check=False)  # fmt: skip
+    outcome = json.loads(second.stdout)
+    assert outcome["state"] == "SETTLED", second.stderr
+    deadline = time.monotonic() + WAIT
+    log = world["tmp"] / "successor.log"
+    while time.monotonic() < deadline:  # until the successor has finished and exited
+        events = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+        if events and events[-1]["event"] == "exit":
+            break
+        time.sleep(0.2)
+    assert events[-1]["code"] == 0 and (world["project"] / "work" / "step-6.txt").exists()
+    with Ledger.open(world["db"]) as ledger:
+        pushes = [e for e in ledger.effects("exec-1") if e.operation == "git.push"]
+        assert sum(e.effect_id == ambiguous.effect_id for e in pushes) == 1
+        assert ledger.get_effect(ambiguous.effect_id).state is EffectState.COMMITTED
+        assert not ledger.effects("exec-1", state=EffectState.AMBIGUOUS)
+    subjects = commit_subjects(world["project"])
+    assert sorted(Counter(subjects).values()) == [1] * len(subjects)  # each commit once

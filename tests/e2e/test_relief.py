@@ -255,3 +255,40 @@ def test_an_interactive_session_takes_over_as_the_successor(team: dict[str, Any]
         decision["permissionDecision"] == "deny"
         and "relieved" in decision["permissionDecisionReason"]
     )
+
+
+def test_supervise_stops_on_a_halt_and_reports_team_status(team: dict[str, Any]) -> None:
+    assert run(team["env"], "halt", "--why", "incident 9").returncode == 0
+    done = run(team["env"], "supervise", "--once", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["actions"] == ["halt in force: supervision stopped"]
+    status = run(team["env"], "team", "status", "--json")
+    (row,) = json.loads(status.stdout)["team"]
+    assert (row["node"], row["generation"], row["body"]) == (
+        "exec-1",
+        1,
+        "claude-code session pred",
+    )
+    table = run(team["env"], "team", "status").stdout
+    assert table.splitlines()[0].split() == ["identity", "gen", "tier", "body", "heartbeat",
+                                             "open", "effects"]  # fmt: skip
+    assert run(team["env"], "report", "exec-1").returncode == 2  # no reliefs yet: bad input
+
+
+def test_supervise_relieves_a_supervised_body_at_red(team: dict[str, Any]) -> None:
+    with Ledger.open(team["db"]) as ledger:
+        from onstation.ledger.bodies import HarnessLedger
+
+        records = HarnessLedger(ledger)
+        (session,) = records.sessions("exec-1")
+        records.record_fill(
+            session, percent=35.0, used_tokens=70_000, window_tokens=200_000,
+            source="transcript", model=None, tier="red", supervised=True,
+        )  # fmt: skip
+    done = run(team["env"], "supervise", "--once", "--harness", "fake", "--brief-wait", "0",
+               "--json")  # fmt: skip
+    actions = json.loads(done.stdout)["actions"]
+    assert len(actions) == 1 and actions[0].startswith("exec-1: relie")
+    with Ledger.open(team["db"]) as ledger:
+        causes = [r.cause for r in ReliefLedger(ledger).reliefs("exec-1")]
+        assert causes == ["hull integrity red"]

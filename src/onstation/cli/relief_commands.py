@@ -247,13 +247,20 @@ def report_cmd(node_name: str, opts: Options) -> None:
 @click.option("--poll", type=float, default=1.0, show_default=True, help="Seconds between looks.")
 @click.option("--once", is_flag=True, help="Look once, act, and stop.")
 @click.option("--max-seconds", type=float, default=None, help="Stop after this long.")
+@click.option("--brief-wait", type=float, default=30.0, show_default=True, help="Seconds.")
+@click.option("--challenge-wait", type=float, default=60.0, show_default=True, help="Seconds.")
 @command_options
 def supervise_cmd(team_file: str | None, harness: str, poll: float, once: bool,
-                  max_seconds: float | None, opts: Options) -> None:  # fmt: skip
+                  max_seconds: float | None, brief_wait: float, challenge_wait: float,
+                  opts: Options) -> None:  # fmt: skip
     """The team lead loop: watch tiers, relieve at Red, stop on halt."""
     from onstation.ledger import Ledger
     from onstation.relief.team import supervise
 
+    for value, name in ((poll, "--poll"), (brief_wait, "--brief-wait"),
+                        (challenge_wait, "--challenge-wait")):  # fmt: skip
+        if value < 0:
+            raise BadInput(f"{name}: must not be negative")
     nodes: list[str] | None = None
     if team_file is not None:
         try:
@@ -266,5 +273,6 @@ def supervise_cmd(team_file: str | None, harness: str, poll: float, once: bool,
     with Ledger.open(opts.db) as ledger:
         actions = supervise(ledger, nodes=nodes, harness=harness, poll=poll, once=once,
                             max_seconds=max_seconds, db=opts.db or os.environ.get("ONSTATION_DB"),
-                            say=lambda t: click.echo(t, err=True))  # fmt: skip
+                            say=lambda t: click.echo(t, err=True), brief_wait=brief_wait,
+                            challenge_wait=challenge_wait)  # fmt: skip
     emit(opts, {"actions": actions}, "\n".join(actions) or "nothing to do")
