@@ -270,8 +270,8 @@ def test_supervise_stops_on_a_halt_and_reports_team_status(team: dict[str, Any])
         "claude-code session pred",
     )
     table = run(team["env"], "team", "status").stdout
-    assert table.splitlines()[0].split() == ["identity", "gen", "tier", "body", "heartbeat",
-                                             "open", "effects"]  # fmt: skip
+    assert table.splitlines()[0].split() == ["identity", "gen", "tier", "body", "witness",
+                                             "heartbeat", "open", "effects"]  # fmt: skip
     assert run(team["env"], "report", "exec-1").returncode == 2  # no reliefs yet: bad input
 
 

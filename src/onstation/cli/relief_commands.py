@@ -209,8 +209,8 @@ def team_status(opts: Options) -> None:
 
 
 def _table(rows: list[dict[str, object]]) -> str:
-    headers = ["identity", "gen", "tier", "body", "heartbeat", "open effects"]
-    keys = ["node", "generation", "tier", "body", "heartbeat", "open_effects"]
+    headers = ["identity", "gen", "tier", "body", "witness", "heartbeat", "open effects"]
+    keys = ["node", "generation", "tier", "body", "witness", "heartbeat", "open_effects"]
     cells = [[str(r.get(k) if r.get(k) is not None else "-") for k in keys] for r in rows]
     widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h)
               for i, h in enumerate(headers)]  # fmt: skip

@@ -14,6 +14,7 @@ from typing import Any
 from onstation.core.errors import BlockedByPolicy, Conflict, OnstationError
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import HarnessLedger
+from onstation.ledger.relief_records import ReliefLedger
 
 SETTLED_EFFECTS = ("COMMITTED", "COMPENSATED", "FAILED_BEFORE_DISPATCH")
 
@@ -28,12 +29,18 @@ def team_rows(ledger: Ledger, nodes: list[str] | None = None) -> list[dict[str, 
         lease = ledger.live_lease(node.node)
         fill = records.latest_fill(node.node)
         effects = [e for e in ledger.effects(node.node) if e.state.value not in SETTLED_EFFECTS]
+        birth = ReliefLedger(ledger).birth(node.node, node.generation)
+        witness = None
+        if birth is not None and birth.launch_witness is not None:
+            seen = birth.launch_witness
+            witness = f"pid {seen.get('pid')} on {seen.get('host')}"
         rows.append({
             "node": node.node,
             "role": node.role,
             "generation": node.generation,
             "tier": None if fill is None else f"{fill['tier']} {float(fill['percent']):.0f}%",
             "body": None if lease is None else lease.holder,
+            "witness": witness,
             "heartbeat": None if lease is None else lease.renewed_at.strftime("%H:%M:%S"),
             "open_effects": len(effects),
             "ambiguous": sum(e.state.value == "AMBIGUOUS" for e in effects),
