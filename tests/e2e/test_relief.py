@@ -292,3 +292,60 @@ def test_supervise_relieves_a_supervised_body_at_red(team: dict[str, Any]) -> No
     with Ledger.open(team["db"]) as ledger:
         causes = [r.cause for r in ReliefLedger(ledger).reliefs("exec-1")]
         assert causes == ["hull integrity red"]
+
+
+def _fresh_codex_capacity(tmp_path: Path) -> Path:
+    from datetime import UTC, datetime, timedelta
+
+    sample = Path(__file__).parents[2] / "src/onstation/plan/examples/sample-input.json"
+    evidence = json.loads(sample.read_text())["capacity"]["evidence"]
+    now = datetime.now(UTC)
+    stamp = lambda t: t.strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
+    evidence |= {"node": "exec-1", "harness": "codex-cli", "observedAt": stamp(now),
+                 "validUntil": stamp(now + timedelta(minutes=30))}  # fmt: skip
+    evidence["reservation"]["expiresAt"] = stamp(now + timedelta(minutes=30))
+    path = tmp_path / "codex-capacity.json"
+    path.write_text(json.dumps(evidence))
+    return path
+
+
+def test_a_split_tool_pair_quarantines_the_capsule(team: dict[str, Any], tmp_path: Path) -> None:
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps({"toolPairs": [
+        {"callId": "call-1", "tool": "Bash", "call": {"command": "git push"}, "result": None},
+    ]}))  # fmt: skip
+    done = relieve(team, "ok", "--facts", str(facts))
+    outcome = json.loads(done.stdout)
+    assert (outcome["verdict"], outcome["state"]) == ("QUARANTINED", "NOT_LAUNCHED")
+    assert any("tool" in r.lower() for r in outcome["reasons"]), outcome["reasons"]
+
+
+def test_a_destination_that_cannot_hold_a_required_capability_blocks(
+    team: dict[str, Any], tmp_path: Path
+) -> None:
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps({"capabilityRequirements": [
+        {"kind": "tool", "name": "Bash", "required": True, "grants": ["tool:shell"]},
+        {"kind": "tool", "name": "WebFetch", "required": True, "grants": ["tool:web-fetch"]},
+    ]}))  # fmt: skip
+    done = run(team["env"], "relieve", "exec-1", "--harness", "codex", "--brief-wait", "0",
+               "--capacity", str(_fresh_codex_capacity(tmp_path)), "--facts", str(facts),
+               "--json")  # fmt: skip
+    outcome = json.loads(done.stdout)
+    assert (outcome["verdict"], outcome["state"]) == ("BLOCKED", "NOT_LAUNCHED")
+    assert any("WebFetch" in r for r in outcome["reasons"]), outcome["reasons"]
+
+
+def test_without_a_provider_session_the_successor_gets_a_capsule_prompt(
+    team: dict[str, Any],
+) -> None:
+    """Provider session missing (always, for a new body): a cross-family-style hand-off, the
+    capsule compiled into a prompt, even to the same provider product."""
+    done = relieve(team, "ok", "--challenge-wait", "30")
+    outcome = json.loads(done.stdout)
+    assert outcome["verdict"] == "REBODIMENT_READY"
+    report = Path(outcome["report_path"]).read_text()
+    assert "successor-prompt" in report
+    prompt = next((team["app"] / ".bridge" / "bodies").glob("exec-1-g2-prompt.md")).read_text()
+    assert "You are the new body of exec-1, generation 2" in prompt
+    assert "onstation challenge answer exec-1 --generation 2" in prompt

@@ -44,14 +44,15 @@ def register(cli: click.Group) -> None:
 @click.option("--shutdown-wait", type=float, default=10.0, show_default=True, help="Seconds.")
 @click.option("--workspace", default=None, help="Workspace (default: the node's bound one).")
 @click.option("--capacity", "capacity_file", default=None, help="Capacity evidence JSON file.")
+@click.option("--facts", "facts_file", default=None, help="Capsule parts the agent states (JSON).")
 @click.option("--by", "by", default=None, help="Who relieves (default: the current user).")
 @click.option("--arg", "launch_args", multiple=True, help="Extra argument for the successor.")
 @command_options
 def relieve_cmd(
     node_name: str, harness: str, command_template: str | None, model: str | None,
     execution_class: str, emergency: bool, brief_wait: float, challenge_wait: float,
-    shutdown_wait: float, workspace: str | None, capacity_file: str | None, by: str | None,
-    launch_args: tuple[str, ...], opts: Options,
+    shutdown_wait: float, workspace: str | None, capacity_file: str | None,
+    facts_file: str | None, by: str | None, launch_args: tuple[str, ...], opts: Options,
 ) -> None:  # fmt: skip
     """Relieve NODE: brief, fence, reconcile, capsule, verdict, and only if READY launch,
     challenge, shut down the predecessor and settle."""
@@ -64,8 +65,9 @@ def relieve_cmd(
                         (shutdown_wait, "--shutdown-wait")):  # fmt: skip
         if value < 0:
             raise BadInput(f"{name}: must not be negative")
-    if capacity_file is not None and not Path(capacity_file).is_file():
-        raise BadInput(f"--capacity: {capacity_file} is not a file")
+    for path, name in ((capacity_file, "--capacity"), (facts_file, "--facts")):
+        if path is not None and not Path(path).is_file():
+            raise BadInput(f"{name}: {path} is not a file")
     launcher = launcher_for(harness, model=model, command=command_template)
     if harness == "command":
         launcher.execution_class = execution_class
@@ -75,6 +77,7 @@ def relieve_cmd(
         emergency=emergency, brief_wait=brief_wait, challenge_wait=challenge_wait,
         shutdown_wait=shutdown_wait, workspace=workspace,
         db=opts.db or os.environ.get("ONSTATION_DB"), capacity_file=capacity_file,
+        facts_file=facts_file,
         launch_args=launch_args, progress=say,
     )  # fmt: skip
     with Ledger.open(opts.db) as ledger:

@@ -26,7 +26,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from onstation.core.errors import BlockedByPolicy, Conflict, OnstationError
+from onstation.core.errors import BadInput, BlockedByPolicy, Conflict, OnstationError
 from onstation.harness.launch import LaunchedBody, Launcher, LaunchSpec
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import INTERACTIVE_HOLDER, HarnessLedger
@@ -50,6 +50,7 @@ class ReliefOptions:
     workspace: str | None = None
     db: str | None = None
     capacity_file: str | None = None
+    facts_file: str | None = None
     launch_args: tuple[str, ...] = ()
     progress: Progress = field(default=lambda _text: None)
 
@@ -208,6 +209,15 @@ class Relief:
                                     ("Edit", "tool:edit"))
             ],
         }  # fmt: skip
+        if self.opts.facts_file is not None:
+            from onstation.core.canonical import loads_strict
+
+            supplied = loads_strict(Path(self.opts.facts_file).read_text(encoding="utf-8"),
+                                    "--facts")  # fmt: skip
+            if not isinstance(supplied, dict):
+                raise BadInput("--facts: must hold a JSON object of capsule parts")
+            parts.update(supplied)  # what the agent states explicitly wins over the brief
+            return parts
         if brief is not None:
             content = brief.content
             remaining = content.get("remaining_work") or content.get("not_started") or []
