@@ -853,6 +853,7 @@ def _register_optional_groups() -> None:
         "onstation.cli.harness_commands",
         "onstation.cli.relief_commands",
         "onstation.cli.fake_agent_command",
+        "onstation.cli.sim_commands",
     ):
         if importlib.util.find_spec(module) is not None:
             importlib.import_module(module).register(cli)

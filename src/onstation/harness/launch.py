@@ -46,7 +46,7 @@ class LaunchedBody:
 
     pid: int
     argv: list[str]
-    process: subprocess.Popen[bytes]
+    process: Any  # a subprocess.Popen, or anything with poll() (a simulated body)
     log_path: str
     prompt_path: str
 

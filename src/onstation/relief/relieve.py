@@ -53,6 +53,11 @@ class ReliefOptions:
     facts_file: str | None = None
     launch_args: tuple[str, ...] = ()
     progress: Progress = field(default=lambda _text: None)
+    # Time and process observation are passed in, so the simulator can drive a relief with
+    # a simulated clock and simulated bodies (see onstation.sim).
+    sleep: Callable[[float], None] = time.sleep
+    monotonic: Callable[[], float] = time.monotonic
+    witnesses: Any = None  # a module-like object: observe, check, signal_if_match, ProcessWitness
 
 
 @dataclass
@@ -89,6 +94,11 @@ class Relief:
         self.relief = ReliefLedger(ledger)
         self.say = options.progress
         self.handover: Any = None  # the brief or manifest the successor is given
+        if options.witnesses is None:
+            from onstation.harness import witness
+
+            options.witnesses = witness
+        self.witnesses = options.witnesses
 
     # -- the flow ---------------------------------------------------------------------------
 
@@ -160,8 +170,8 @@ class Relief:
                 if session.state == "ADMITTED":
                     self.records.set_session_flag(session.session_id, "relief_requested_at")
             self.say(f"requested a turnover brief (waiting up to {self.opts.brief_wait:.0f} s)")
-            deadline = time.monotonic() + self.opts.brief_wait
-            while time.monotonic() < deadline:
+            deadline = self.opts.monotonic() + self.opts.brief_wait
+            while self.opts.monotonic() < deadline:
                 fresh = self.records.latest_document(self.node, "brief")
                 if fresh is not None and fresh.at >= requested and fresh != before:
                     latest = fresh
@@ -170,7 +180,7 @@ class Relief:
                                               detail={"brief": latest.path})  # fmt: skip
                     self.say(f"brief received: {latest.path}")
                     return
-                time.sleep(self.opts.poll)
+                self.opts.sleep(self.opts.poll)
         path, _content = write_brief(
             self.ledger, self.node,
             Supplied({"reason": "emergency brief built from evidence alone"}),
@@ -443,7 +453,7 @@ class Relief:
         ``body`` is the process onstation launched; None for an interactive successor, whose
         process witness is taken by its SessionStart hook when a session takes the lease.
         """
-        from onstation.harness import witness as witnesses
+        witnesses = self.witnesses
 
         launched = None
         if body is not None:
@@ -451,8 +461,8 @@ class Relief:
                                          observed_at=_iso(self.ledger._clock()))  # fmt: skip
             if launched is not None:
                 self.relief.set_launch_witness(self.node, generation, launched.to_json())
-        deadline = time.monotonic() + self.opts.challenge_wait
-        while time.monotonic() < deadline:
+        deadline = self.opts.monotonic() + self.opts.challenge_wait
+        while self.opts.monotonic() < deadline:
             birth = self.relief.birth(self.node, generation)
             assert birth is not None
             if body is None and birth.launch_witness is not None and launched is None:
@@ -480,7 +490,7 @@ class Relief:
                 self.relief.decide_birth(self.node, generation=generation, running=False,
                                          reason=reason, by=self.opts.by)  # fmt: skip
                 return False, reason
-            time.sleep(self.opts.poll)
+            self.opts.sleep(self.opts.poll)
         birth = self.relief.birth(self.node, generation)
         state = "unknown" if launched is None else witnesses.check(launched).state
         if body is None and launched is None:
@@ -495,7 +505,7 @@ class Relief:
         return False, reason
 
     def _stop_process(self, body: LaunchedBody) -> None:
-        from onstation.harness import witness as witnesses
+        witnesses = self.witnesses
 
         birth_nonce = "stop"
         seen = witnesses.observe(body.pid, nonce=birth_nonce,
@@ -507,7 +517,7 @@ class Relief:
 
     def _shut_down_predecessor(self, predecessor: int) -> str:
         """Ask, wait for approval or time out, then terminate only by a matching witness."""
-        from onstation.harness import witness as witnesses
+        witnesses = self.witnesses
 
         birth = self.relief.birth(self.node, predecessor)
         if birth is not None and birth.launch_witness is not None:
@@ -518,15 +528,15 @@ class Relief:
             sender=self.opts.by, recipient=self.node, kind="shutdown_request",
             body=f"You have been relieved (generation {predecessor} is fenced). Stop now.",
         )  # fmt: skip
-        deadline = time.monotonic() + self.opts.shutdown_wait
+        deadline = self.opts.monotonic() + self.opts.shutdown_wait
         approved = False
-        while time.monotonic() < deadline:
+        while self.opts.monotonic() < deadline:
             replies = [m for m in self.records.messages(self.opts.by)
                        if m.reply_to == request.message_id]  # fmt: skip
             if replies:
                 approved = True
                 break
-            time.sleep(self.opts.poll)
+            self.opts.sleep(self.opts.poll)
         if birth is None or birth.launch_witness is None:
             return ("shutdown approved" if approved else "shutdown not acknowledged") + (
                 "; no process witness for the predecessor, no signal sent"
