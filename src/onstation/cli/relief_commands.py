@@ -5,6 +5,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import sys
 from pathlib import Path
 
 import click
@@ -71,17 +72,21 @@ def relieve_cmd(
     launcher = launcher_for(harness, model=model, command=command_template)
     if harness == "command":
         launcher.execution_class = execution_class
-    say = (lambda _t: None) if opts.json else (lambda t: click.echo(f"  · {t}", err=True))
+    live = _LiveLine(enabled=not opts.json and sys.stderr.isatty())
+    say = (lambda _t: None) if opts.json else live.say
     options = ReliefOptions(
         launcher=launcher, by=by or _by(), cause="manual" if not emergency else "emergency",
         emergency=emergency, brief_wait=brief_wait, challenge_wait=challenge_wait,
         shutdown_wait=shutdown_wait, workspace=workspace,
         db=opts.db or os.environ.get("ONSTATION_DB"), capacity_file=capacity_file,
         facts_file=facts_file,
-        launch_args=launch_args, progress=say,
+        launch_args=launch_args, progress=say, waiting=live.waiting,
     )  # fmt: skip
     with Ledger.open(opts.db) as ledger:
-        outcome = Relief(ledger, node_name, options).run()
+        try:
+            outcome = Relief(ledger, node_name, options).run()
+        finally:
+            live.clear()
     emit(
         opts,
         outcome.to_json(),
@@ -91,6 +96,33 @@ def relieve_cmd(
     )
     if outcome.state not in ("SETTLED",):
         raise SystemExit(4 if outcome.state in ("NOT_LAUNCHED", "BLOCKED") else 1)
+
+
+class _LiveLine:
+    """Progress for people at a terminal: step lines, and one live line while waiting."""
+
+    def __init__(self, *, enabled: bool) -> None:
+        self.enabled = enabled
+        self.shown = False
+
+    def clear(self) -> None:
+        if self.shown:
+            click.echo("\r\x1b[2K", nl=False, err=True)
+            self.shown = False
+
+    def say(self, text: str) -> None:
+        self.clear()
+        click.echo(f"  · {text}", err=True)
+
+    def waiting(self, what: str, elapsed: float, total: float) -> None:
+        if not self.enabled:
+            return
+        width = 20
+        done = min(width, int(width * elapsed / total)) if total > 0 else width
+        bar = "#" * done + "." * (width - done)
+        click.echo(f"\r\x1b[2K    waiting for {what} [{bar}] {elapsed:4.0f}/{total:.0f} s",
+                   nl=False, err=True)  # fmt: skip
+        self.shown = True
 
 
 @click.group("challenge")

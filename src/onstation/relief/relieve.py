@@ -53,6 +53,8 @@ class ReliefOptions:
     facts_file: str | None = None
     launch_args: tuple[str, ...] = ()
     progress: Progress = field(default=lambda _text: None)
+    # Called while a wait goes on: (what, seconds waited, seconds allowed).
+    waiting: Callable[[str, float, float], None] = field(default=lambda _w, _e, _t: None)
     # Time and process observation are passed in, so the simulator can drive a relief with
     # a simulated clock and simulated bodies (see onstation.sim).
     sleep: Callable[[float], None] = time.sleep
@@ -170,8 +172,11 @@ class Relief:
                 if session.state == "ADMITTED":
                     self.records.set_session_flag(session.session_id, "relief_requested_at")
             self.say(f"requested a turnover brief (waiting up to {self.opts.brief_wait:.0f} s)")
-            deadline = self.opts.monotonic() + self.opts.brief_wait
+            began = self.opts.monotonic()
+            deadline = began + self.opts.brief_wait
             while self.opts.monotonic() < deadline:
+                self.opts.waiting("the turnover brief", self.opts.monotonic() - began,
+                                  self.opts.brief_wait)  # fmt: skip
                 fresh = self.records.latest_document(self.node, "brief")
                 if fresh is not None and fresh.at >= requested and fresh != before:
                     latest = fresh
@@ -461,8 +466,11 @@ class Relief:
                                          observed_at=_iso(self.ledger._clock()))  # fmt: skip
             if launched is not None:
                 self.relief.set_launch_witness(self.node, generation, launched.to_json())
-        deadline = self.opts.monotonic() + self.opts.challenge_wait
+        began = self.opts.monotonic()
+        deadline = began + self.opts.challenge_wait
         while self.opts.monotonic() < deadline:
+            self.opts.waiting("the successor's challenge echo", self.opts.monotonic() - began,
+                              self.opts.challenge_wait)  # fmt: skip
             birth = self.relief.birth(self.node, generation)
             assert birth is not None
             if body is None and birth.launch_witness is not None and launched is None:
@@ -528,9 +536,12 @@ class Relief:
             sender=self.opts.by, recipient=self.node, kind="shutdown_request",
             body=f"You have been relieved (generation {predecessor} is fenced). Stop now.",
         )  # fmt: skip
-        deadline = self.opts.monotonic() + self.opts.shutdown_wait
+        began = self.opts.monotonic()
+        deadline = began + self.opts.shutdown_wait
         approved = False
         while self.opts.monotonic() < deadline:
+            self.opts.waiting("the predecessor's shutdown approval",
+                              self.opts.monotonic() - began, self.opts.shutdown_wait)  # fmt: skip
             replies = [m for m in self.records.messages(self.opts.by)
                        if m.reply_to == request.message_id]  # fmt: skip
             if replies:
