@@ -461,3 +461,53 @@ def test_a_body_killed_mid_push_is_quarantined_and_its_push_never_repeated(
         assert not ledger.effects("exec-1", state=EffectState.AMBIGUOUS)
     subjects = commit_subjects(world["project"])
     assert sorted(Counter(subjects).values()) == [1] * len(subjects)  # each commit once
+
+
+def test_native_resume_only_with_proof(world: dict[str, Any]) -> None:
+    """A relief resumes the predecessor's provider session only when its process is proven
+    gone and its transcript tail is the one seen at the fence; otherwise a fresh successor."""
+    env = {**world["env"], "ONSTATION_KEYS_DIR": str(world["tmp"] / "keys")}
+    subprocess.run([ONSTATION, "episode", "open", "exec-1", "--objective", "fake work"],
+                   env=env, check=True, capture_output=True)  # fmt: skip
+    payload = json.dumps({"session_id": "hook-only", "cwd": str(world["project"]),
+                          "hook_event_name": "SessionStart", "source": "startup"})  # fmt: skip
+    subprocess.run([ONSTATION, "hook", "claude-code", "SessionStart"], input=payload, text=True,
+                   env=env, check=True, capture_output=True)  # fmt: skip
+    log = world["tmp"] / "bodies.log"
+
+    def relieve(*extra: str) -> dict[str, Any]:
+        done = subprocess.run(
+            [ONSTATION, "relieve", "exec-1", "--harness", "fake", "--brief-wait", "0",
+             "--challenge-wait", "60", "--shutdown-wait", "0.5", "--json", "--arg=--steps=4",
+             "--arg=--push-every=0", f"--arg=--log={log}", *extra],
+            capture_output=True, text=True, env=env, timeout=WAIT, check=False,
+        )  # fmt: skip
+        return dict(json.loads(done.stdout))
+
+    def wait_exits(count: int) -> None:
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            lines = log.read_text().splitlines() if log.exists() else []
+            if sum(json.loads(x)["event"] == "exit" for x in lines) >= count:
+                return
+            time.sleep(0.2)
+        raise AssertionError("the successor did not finish")
+
+    # The hook-only first body was never witnessed: a native resume has no proof.
+    first = relieve("--native")
+    assert (first["verdict"], first["state"]) == ("REBODIMENT_READY", "SETTLED"), first
+    wait_exits(1)
+    with Ledger.open(world["db"]) as ledger:
+        (session,) = [s for s in HarnessLedger(ledger).sessions("exec-1") if s.generation == 2]
+        assert session.transcript_path is not None
+    transcript = Path(session.transcript_path)
+    size = transcript.stat().st_size
+    # Generation 2's process is gone, its transcript untouched since: resume it natively.
+    second = relieve("--native")
+    assert (second["verdict"], second["state"]) == ("NATIVE_RESUME_ELIGIBLE", "SETTLED")
+    wait_exits(2)
+    with Ledger.open(world["db"]) as ledger:
+        kinds = [e for e in ledger.history("exec-1") if e.kind == "session.native_resumed"]
+        assert [(e.detail["session_id"], e.generation) for e in kinds] == [(session.session_id, 3)]
+        assert ledger.live_lease("exec-1").holder == f"claude-code session {session.session_id}"  # type: ignore[union-attr]
+    assert transcript.stat().st_size > size  # the same provider session went on

@@ -40,6 +40,9 @@ def register(cli: click.Group) -> None:
               type=click.Choice(["real-provider", "fake", "replay"]),
               help="A command successor's class (fake: an explicit simulation).")  # fmt: skip
 @click.option("--emergency", is_flag=True, help="Do not wait for a brief: build it from evidence.")
+@click.option("--native", is_flag=True,
+              help="Resume the predecessor's provider session, only with proof (else a fresh "
+                   "successor).")  # fmt: skip
 @click.option("--brief-wait", type=float, default=30.0, show_default=True, help="Seconds.")
 @click.option("--challenge-wait", type=float, default=60.0, show_default=True, help="Seconds.")
 @click.option("--shutdown-wait", type=float, default=10.0, show_default=True, help="Seconds.")
@@ -51,7 +54,7 @@ def register(cli: click.Group) -> None:
 @command_options
 def relieve_cmd(
     node_name: str, harness: str, command_template: str | None, model: str | None,
-    execution_class: str, emergency: bool, brief_wait: float, challenge_wait: float,
+    execution_class: str, emergency: bool, native: bool, brief_wait: float, challenge_wait: float,
     shutdown_wait: float, workspace: str | None, capacity_file: str | None,
     facts_file: str | None, by: str | None, launch_args: tuple[str, ...], opts: Options,
 ) -> None:  # fmt: skip
@@ -76,7 +79,8 @@ def relieve_cmd(
     say = (lambda _t: None) if opts.json else live.say
     options = ReliefOptions(
         launcher=launcher, by=by or _by(), cause="manual" if not emergency else "emergency",
-        emergency=emergency, brief_wait=brief_wait, challenge_wait=challenge_wait,
+        emergency=emergency, native=native, brief_wait=brief_wait,
+        challenge_wait=challenge_wait,
         shutdown_wait=shutdown_wait, workspace=workspace,
         db=opts.db or os.environ.get("ONSTATION_DB"), capacity_file=capacity_file,
         facts_file=facts_file,

@@ -38,6 +38,8 @@ class LaunchSpec:
     log_dir: str
     extra_args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
+    # A native resume: the provider session continues (its transcript grows on).
+    resume_transcript: str | None = None
 
 
 @dataclass(frozen=True)
@@ -104,8 +106,9 @@ class FakeLauncher(Launcher):
     execution_class = "fake"
 
     def argv(self, spec: LaunchSpec, prompt_path: str) -> list[str]:
+        resume = ["--transcript", spec.resume_transcript] if spec.resume_transcript else []
         return [_onstation(), "fake-agent", "--workspace", spec.workspace, "--node", spec.node,
-                "--session-id", spec.session_id, *spec.extra_args]  # fmt: skip
+                "--session-id", spec.session_id, *resume, *spec.extra_args]  # fmt: skip
 
 
 class ClaudeLauncher(Launcher):
@@ -118,8 +121,11 @@ class ClaudeLauncher(Launcher):
         self.model = model
 
     def argv(self, spec: LaunchSpec, prompt_path: str) -> list[str]:
-        argv = ["claude", "-p", spec.prompt, "--session-id", spec.session_id,
-                "--output-format", "json"]  # fmt: skip
+        # A native resume continues the provider session; otherwise a fresh one is created
+        # under the id onstation chose (and recorded).
+        session = ["--resume", spec.session_id] if spec.resume_transcript else [
+            "--session-id", spec.session_id]  # fmt: skip
+        argv = ["claude", "-p", spec.prompt, *session, "--output-format", "json"]
         if self.model:
             argv += ["--model", self.model]
         return argv + list(spec.extra_args)

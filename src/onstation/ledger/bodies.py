@@ -32,7 +32,7 @@ INTERACTIVE_HOLDER = "interactive successor (waiting for a session)"
 
 _SESSION_COLUMNS = (
     "session_id, harness, node, generation, lease_id, state, workspace, bound_at, "
-    "relief_requested_at, stop_blocked_at, telemetry_cursor"
+    "relief_requested_at, stop_blocked_at, telemetry_cursor, transcript_path"
 )
 
 
@@ -51,6 +51,7 @@ class BodySession(Record):
     relief_requested_at: datetime | None
     stop_blocked_at: datetime | None
     telemetry_cursor: dict[str, Any] | None
+    transcript_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,7 @@ def _session(row: Row) -> BodySession:
         relief_requested_at=from_us(row[8]),
         stop_blocked_at=from_us(row[9]),
         telemetry_cursor=None if row[10] is None else json.loads(row[10]),
+        transcript_path=row[11],
     )
 
 
@@ -345,7 +347,7 @@ class HarnessLedger:
             if existing is None:
                 tx.run(
                     f"INSERT INTO body_session ({_SESSION_COLUMNS}) VALUES "
-                    "(?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL)",
+                    "(?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL)",
                     (session_id, harness, node, generation, lease_id, state, workspace, now),
                 )
             else:
@@ -387,6 +389,47 @@ class HarnessLedger:
             )
 
         self.ledger._write(body)
+
+    def set_transcript(self, session_id: str, path: str) -> None:
+        """Remember where the session's transcript lives (evidence for a native resume)."""
+        validate_free_text(path, "transcript_path", 4096)
+        self.ledger._write(
+            lambda tx, _now: tx.run(
+                "UPDATE body_session SET transcript_path = ? WHERE session_id = ? "
+                "AND (transcript_path IS NULL OR transcript_path <> ?)",
+                (path, session_id, path),
+            )
+        )
+
+    def rebind_session(
+        self, session_id: str, *, generation: int, lease_id: int, by: str
+    ) -> BodySession:
+        """A native resume: the relief gives a proven-dead body's session to a new generation."""
+
+        def body(tx: Tx, now: int) -> BodySession:
+            existing = self._load_session(tx, session_id)
+            if existing is None:
+                raise BadInput(f"no such session {session_id!r}")
+            self.ledger._lock_node(tx, existing.node)
+            tx.run(
+                "UPDATE body_session SET generation = ?, lease_id = ?, state = 'ADMITTED', "
+                "relief_requested_at = NULL, stop_blocked_at = NULL, bound_at = ? "
+                "WHERE session_id = ?",
+                (generation, lease_id, now, session_id),
+            )
+            tx.run(
+                "UPDATE body_lease SET holder = ? WHERE lease_id = ?",
+                (holder_for(existing.harness, session_id), lease_id),
+            )
+            self.ledger._event(tx, now, node=existing.node, kind="session.native_resumed",
+                               generation=generation, actor=by, session_id=session_id,
+                               previous_generation=existing.generation,
+                               lease_id=lease_id)  # fmt: skip
+            loaded = self._load_session(tx, session_id)
+            assert loaded is not None
+            return loaded
+
+        return self.ledger._write(body)
 
     def set_cursor(self, session_id: str, cursor: dict[str, Any]) -> None:
         """Remember where the session's transcript was read up to."""

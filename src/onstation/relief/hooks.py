@@ -103,6 +103,14 @@ class HookRunner:
         )  # fmt: skip
         if admission.admitted:
             self._renew_if_due(admission.session)
+            path = payload.get("transcript_path")
+            if (
+                isinstance(path, str)
+                and path
+                and path != admission.session.transcript_path
+                and event in ("SessionStart", "UserPromptSubmit", "PostToolUse")
+            ):
+                self.records.set_transcript(session_id, os.path.expanduser(path))
         method = _HANDLERS.get(event)
         handler = getattr(self, method) if method is not None else None
         answer = handler(admission, payload) if handler is not None else HookAnswer()

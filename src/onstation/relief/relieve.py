@@ -51,6 +51,7 @@ class ReliefOptions:
     db: str | None = None
     capacity_file: str | None = None
     facts_file: str | None = None
+    native: bool = False
     launch_args: tuple[str, ...] = ()
     progress: Progress = field(default=lambda _text: None)
     # Called while a wait goes on: (what, seconds waited, seconds allowed).
@@ -96,6 +97,8 @@ class Relief:
         self.relief = ReliefLedger(ledger)
         self.say = options.progress
         self.handover: Any = None  # the brief or manifest the successor is given
+        self.native: dict[str, Any] | None = None  # a native resume candidate and its proof
+        self.native_lease: Any = None  # the new generation's lease, taken before deciding
         if options.witnesses is None:
             from onstation.harness import witness
 
@@ -115,6 +118,7 @@ class Relief:
         predecessor = node.generation
         try:
             self._request_brief(rid)
+            self.native = self._native_candidate(predecessor) if self.opts.native else None
             self.say(f"fence generation {predecessor}")
             self.ledger.fence(self.node, expect_generation=predecessor, by=self.opts.by,
                               reason=f"relief {rid}")  # fmt: skip
@@ -132,6 +136,7 @@ class Relief:
                                       detail={"reasons": reasons})  # fmt: skip
             self.say(f"verdict {disposition}")
             if disposition not in ("REBODIMENT_READY", "NATIVE_RESUME_ELIGIBLE"):
+                self._revoke_native_lease("no successor launched")
                 path = self._report(rid, plan, predecessor, None, "no successor launched")
                 self.relief.update_relief(rid, state="NOT_LAUNCHED", finished=True,
                                           report_path=path)  # fmt: skip
@@ -291,11 +296,77 @@ class Relief:
             "sourceHarness": "claude-code",
             "proposal": {"harness": launcher.harness, "executionClass": execution_class,
                          "model": launcher.model},
-            "nativeSession": None,
-            "leaseReceipt": None,
+            "nativeSession": self._session_proof(now=now),
+            "leaseReceipt": self._lease_receipt(),
             "capacity": capacity,
             "respawn": {"allowed": allowed, "detail": detail[:1000],
                         "retryOwner": self.opts.by, "reservation": f"relief-{self.node}"},
+        }  # fmt: skip
+
+    def _revoke_native_lease(self, why: str) -> None:
+        if self.native_lease is not None:
+            with contextlib.suppress(Conflict):
+                self.ledger.fence(
+                    self.node,
+                    expect_generation=self.native_lease.generation,
+                    by=self.opts.by,
+                    reason=f"provisional lease revoked: {why}",
+                )
+            self.native_lease = None
+
+    def _native_candidate(self, predecessor: int) -> dict[str, Any] | None:
+        """The predecessor's provider session, with its transcript tail as of the fence."""
+        sessions = [
+            s for s in self.records.sessions(self.node)
+            if s.state == "ADMITTED" and s.generation == predecessor and s.transcript_path
+        ]  # fmt: skip
+        if not sessions or not Path(str(sessions[-1].transcript_path)).is_file():
+            self.say("no native resume: the predecessor's session or transcript is unknown")
+            return None
+        session = sessions[-1]
+        return {"session": session, "expected": _tail_digest(str(session.transcript_path))}
+
+    def _session_proof(self, *, now: Any) -> dict[str, Any] | None:
+        """Proof for a native resume, or None: only when the predecessor's process is proven
+        gone (no two processes may ever share one provider session), the workspace is the
+        bound one, and the transcript's tail is unchanged since the fence."""
+        if self.native is None:
+            return None
+        session = self.native["session"]
+        birth = self.relief.birth(self.node, session.generation)
+        if birth is None or birth.launch_witness is None:
+            self.say("no native resume: the predecessor's process was never witnessed")
+            return None
+        seen = self.witnesses.check(self.witnesses.ProcessWitness.from_json(birth.launch_witness))
+        if not seen.gone:
+            self.say(
+                f"no native resume: the predecessor's process is not proven gone ({seen.reason})"
+            )
+            return None
+        path = str(session.transcript_path)
+        observed = _tail_digest(path) if Path(path).is_file() else "0" * 64
+        if self.native_lease is None:
+            generation = self.ledger.get_node(self.node).generation
+            self.native_lease = self.ledger.acquire_lease(
+                self.node, holder=f"native resume of {session.session_id} (pending)",
+                ttl=timedelta(hours=12), expect_generation=generation, by=self.opts.by,
+            )  # fmt: skip
+        return {
+            "harness": session.harness, "sessionId": session.session_id,
+            "workspaceBound": session.workspace is not None,
+            "transcriptRetained": Path(path).is_file(),
+            "expectedTailDigest": self.native["expected"], "observedTailDigest": observed,
+            "checkedAt": _iso(now),
+        }  # fmt: skip
+
+    def _lease_receipt(self) -> dict[str, Any] | None:
+        lease = self.native_lease
+        if lease is None:
+            return None
+        return {
+            "node": self.node, "generation": lease.generation, "leaseId": lease.lease_id,
+            "exclusive": True, "state": lease.state.value,
+            "issuedAt": _iso(lease.acquired_at), "expiresAt": _iso(lease.expires_at),
         }  # fmt: skip
 
     def _capacity(self, execution_class: str, harness: str, now: Any) -> dict[str, Any] | None:
@@ -342,6 +413,7 @@ class Relief:
         try:
             self.ledger.request_respawn(self.node, by=self.opts.by)
         except BlockedByPolicy as exc:
+            self._revoke_native_lease("respawn blocked")
             path = self._report(rid, plan, predecessor, None, f"not launched: {exc.message}")
             self.relief.update_relief(
                 rid, state="BLOCKED", verdict="BLOCKED", finished=True, report_path=path,
@@ -360,10 +432,17 @@ class Relief:
             INTERACTIVE_HOLDER if interactive
             else f"{self.opts.launcher.harness} session {session_id}"
         )  # fmt: skip
-        lease = self.ledger.acquire_lease(
-            self.node, holder=holder, ttl=timedelta(hours=12), expect_generation=generation,
-            by=self.opts.by,
-        )  # fmt: skip
+        native = disposition == "NATIVE_RESUME_ELIGIBLE" and self.native is not None
+        if self.native_lease is not None:
+            lease = self.native_lease  # taken before the verdict, as its lease receipt
+        else:
+            lease = self.ledger.acquire_lease(
+                self.node, holder=holder, ttl=timedelta(hours=12), expect_generation=generation,
+                by=self.opts.by,
+            )  # fmt: skip
+        if native:
+            assert self.native is not None
+            session_id = self.native["session"].session_id
         episodes = [e for e in self.ledger.episodes(self.node) if e.state == "OPEN"]
         challenge = {
             "node": self.node,
@@ -381,11 +460,18 @@ class Relief:
         }
         self.relief.start_birth(self.node, generation=generation, lease_id=lease.lease_id,
                                 challenge=challenge, by=self.opts.by)  # fmt: skip
-        if not interactive:
+        if native:
+            self.records.rebind_session(session_id, generation=generation,
+                                        lease_id=lease.lease_id, by=self.opts.by)  # fmt: skip
+            self.say(f"native resume of session {session_id}")
+        elif not interactive:
             self.records.bind_launched_session(
                 session_id, harness="claude-code", node=self.node, generation=generation,
                 lease_id=lease.lease_id, workspace=workspace,
             )  # fmt: skip
+            if self.native_lease is not None:
+                self.records.rebind_session(session_id, generation=generation,
+                                            lease_id=lease.lease_id, by=self.opts.by)  # fmt: skip
         brief = self.handover
         prompt = successor_prompt(
             self.node, generation, challenge, brief.content if brief else None, capsule
@@ -404,7 +490,9 @@ class Relief:
         spec = LaunchSpec(node=self.node, generation=generation, session_id=session_id,
                           workspace=workspace, prompt=prompt, challenge=challenge,
                           db=self.opts.db, log_dir=str(Path(workspace) / ".bridge" / "bodies"),
-                          extra_args=self.opts.launch_args)  # fmt: skip
+                          extra_args=self.opts.launch_args,
+                          resume_transcript=str(self.native["session"].transcript_path)
+                          if native and self.native is not None else None)  # fmt: skip
         self.say(f"launch generation {generation} ({self.opts.launcher.harness})")
         try:
             body = self.opts.launcher.launch(spec)
@@ -653,3 +741,14 @@ def successor_prompt(
 
 
 __all__ = ["Conflict", "Relief", "ReliefOptions", "ReliefOutcome", "successor_prompt"]
+
+
+def _tail_digest(path: str, size: int = 4096) -> str:
+    """SHA-256 of a transcript's last ``size`` bytes: what a native resume must find again."""
+    import hashlib
+
+    with open(path, "rb") as fh:
+        fh.seek(0, 2)
+        end = fh.tell()
+        fh.seek(max(0, end - size))
+        return hashlib.sha256(fh.read()).hexdigest()

@@ -21,7 +21,8 @@ CREATE TABLE body_session (
     bound_at             BIGINT NOT NULL,
     relief_requested_at  BIGINT,
     stop_blocked_at      BIGINT,
-    telemetry_cursor     TEXT
+    telemetry_cursor     TEXT,
+    transcript_path      TEXT
 );
 CREATE INDEX body_session_by_node ON body_session(node, generation);
 

@@ -1,0 +1,160 @@
+"""The invariants of a crash-loop simulation, checked after every step by reading the ledger.
+
+The checker keeps its own model built from the append-only event history (never from the
+ledger's counters): it reads the events committed since its last look, replays them into the
+model and names every broken rule. A few rules are about what the simulation itself saw (a
+write that should have been denied and was not, a denial raised but not on record); the run
+reports those through :meth:`Invariants.fail`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from onstation.core.governor import RespawnPolicy
+from onstation.ledger import Ledger
+
+#: Every invariant, by the name a failure prints.
+NAMES = (
+    "one-live-lease",  # at most one LIVE lease (one effect-capable generation) per identity
+    "generations-increase",  # node.fenced generations strictly increase
+    "no-stale-write",  # no write accepted from a generation below the current one
+    "births-bounded",  # respawn.counted per identity per sliding window <= the policy's limit
+    "breaker-persists",  # an opened breaker stays open (across restarts) until closed
+    "no-double-commit",  # no logical effect COMMITTED twice
+    "ambiguous-not-retried",  # AMBIGUOUS never followed by an automatic intend or dispatch
+    "dispatched-becomes-ambiguous",  # reconcile never settles a DISPATCHED effect otherwise
+    "effect-not-repeated",  # the outside world saw each logical effect at most once
+    "denials-recorded",  # every denial raised is on record
+    "halt-honoured",  # no admission and no new effect while a halt is in force
+    "supervisors-exclusive",  # a second supervisor of the same relief gets Conflict
+)
+
+_REENTRY = ("effect.intended", "effect.reintended", "effect.dispatched")
+_HALTED = ("lease.acquired", "effect.intended", "effect.reintended", "effect.dispatched")
+
+
+@dataclass
+class Invariants:
+    """The model of the run, fed by the event history; ``violations`` lists what broke."""
+
+    policy: RespawnPolicy
+    cursor: int = 0
+    generation: dict[str, int] = field(default_factory=dict)
+    effect_state: dict[str, str] = field(default_factory=dict)
+    commits: dict[str, int] = field(default_factory=dict)
+    respawns: dict[str, list[int]] = field(default_factory=dict)
+    breaker: dict[str, bool] = field(default_factory=dict)
+    halts: dict[int, str | None] = field(default_factory=dict)
+    violations: list[str] = field(default_factory=list)
+
+    def fail(self, name: str, detail: str) -> None:
+        """Record one broken invariant (named as in :data:`NAMES`)."""
+        assert name in NAMES, name
+        self.violations.append(f"{name}: {detail}")
+
+    # -- the event history ------------------------------------------------------------------
+
+    def check(self, ledger: Ledger) -> None:
+        """Read what was committed since the last check and test every rule against it."""
+        cursor = self.cursor
+        rows: list[tuple[Any, ...]] = ledger._read(
+            lambda tx, _now: tx.all(
+                "SELECT seq, node, kind, generation, actor, detail, at FROM event "
+                "WHERE seq > ? ORDER BY seq",
+                (cursor,),
+            )
+        )
+        for seq, node, kind, generation, actor, detail, at in rows:
+            self.cursor = int(seq)
+            self._apply(node, kind, generation, actor, json.loads(detail), int(at))
+        lives: list[tuple[Any, ...]] = ledger._read(
+            lambda tx, _now: tx.all(
+                "SELECT node, count(*) FROM body_lease WHERE state = 'LIVE' "
+                "GROUP BY node HAVING count(*) > 1 ORDER BY node"
+            )
+        )
+        for node, count in lives:
+            self.fail("one-live-lease", f"{node} has {count} LIVE leases")
+
+    def _apply(self, node: str | None, kind: str, generation: int | None, actor: str,
+               detail: dict[str, Any], at: int) -> None:  # fmt: skip
+        if kind == "node.registered" and node is not None:
+            self.generation[node] = int(generation or 1)
+            return
+        if kind == "node.fenced" and node is not None and generation is not None:
+            previous = self.generation.get(node, 0)
+            if generation <= previous:
+                self.fail("generations-increase",
+                          f"{node} fenced to {generation} after {previous}")  # fmt: skip
+            self.generation[node] = generation
+            return
+        if node is not None and actor.startswith(f"{node}@") and kind not in (
+            "write.denied", "birth.echo_mismatch"
+        ):  # fmt: skip
+            acting = int(actor.rsplit("@", 1)[1])
+            current = self.generation.get(node, 0)
+            if acting < current:
+                self.fail("no-stale-write",
+                          f"{kind} accepted from {actor} while {node} is at {current}")  # fmt: skip
+        if kind.startswith("effect."):
+            self._effect(node, kind, detail, actor)
+        if kind in _HALTED:
+            active = [h for h, scope in self.halts.items() if scope is None or scope == node]
+            if active:
+                self.fail("halt-honoured", f"{kind} of {node} while halt {active[0]} is in force")
+        if kind == "respawn.counted" and node is not None:
+            if self.breaker.get(node):
+                self.fail("breaker-persists", f"respawn of {node} counted with its breaker open")
+            stamps = self.respawns.setdefault(node, [])
+            stamps.append(at)
+            self._window(node, stamps)
+        elif kind == "breaker.opened" and node is not None:
+            self.breaker[node] = True
+        elif kind == "breaker.closed" and node is not None:
+            self.breaker[node] = False
+        elif kind == "halt.raised":
+            self.halts[int(detail["halt_id"])] = node
+        elif kind == "halt.lifted":
+            self.halts.pop(int(detail["halt_id"]), None)
+
+    def _window(self, node: str, stamps: list[int]) -> None:
+        limit = self.policy.limit
+        window = int(self.policy.window.total_seconds() * 1_000_000)
+        ordered = sorted(stamps)
+        for i in range(len(ordered) - limit):
+            # limit + 1 stamps inside one window (the governor's window is (t - W, t]).
+            if ordered[i + limit] - ordered[i] < window:
+                self.fail("births-bounded",
+                          f"{node}: {limit + 1} respawns counted within one "
+                          f"{self.policy.window} window")  # fmt: skip
+                return
+
+    def _effect(self, node: str | None, kind: str, detail: dict[str, Any], actor: str) -> None:
+        eid = str(detail.get("effect_id"))
+        state = self.effect_state.get(eid)
+        if kind in _REENTRY and state == "AMBIGUOUS":
+            self.fail("ambiguous-not-retried", f"{kind} of AMBIGUOUS {eid} by {actor}")
+        if detail.get("via") == "reconcile" and detail.get("previous_state") == "DISPATCHED" and (
+            kind != "effect.ambiguous"
+        ):  # fmt: skip
+            self.fail("dispatched-becomes-ambiguous",
+                      f"reconcile moved DISPATCHED {eid} to {kind}")  # fmt: skip
+        if kind == "effect.committed":
+            self.commits[eid] = self.commits.get(eid, 0) + 1
+            if self.commits[eid] > 1:
+                self.fail("no-double-commit", f"{eid} of {node} COMMITTED twice")
+        self.effect_state[eid] = kind.split(".", 1)[1].upper().replace("REINTENDED", "INTENDED")
+
+    # -- checks the run asks for ------------------------------------------------------------
+
+    def check_breakers(self, ledger: Ledger, why: str) -> None:
+        """The ledger's breakers must match what the history says an operator did."""
+        for node in ledger.list_nodes():
+            expected = self.breaker.get(node.node, False)
+            if node.breaker_open != expected:
+                self.fail("breaker-persists",
+                          f"{node.node} breaker is {'open' if node.breaker_open else 'closed'} "
+                          f"{why}; the operator left it {'open' if expected else 'closed'}")  # fmt: skip

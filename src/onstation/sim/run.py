@@ -1,0 +1,522 @@
+"""One seeded simulation run, many seeds, and the planted bugs that prove the checks bite.
+
+``simulate(seed)`` builds a world (clock, bodies, faults) around a real SQLite ledger and the
+real relief code, runs it for ``hours`` of simulated time with a supervisor per identity and a
+simulated operator, and checks every invariant after every step. The same seed gives the same
+trace and the same ledger history (random ids inside onstation are not part of either).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+from onstation.core.effects import EffectState
+from onstation.core.errors import Conflict, OnstationError, StaleGeneration
+from onstation.core.governor import RespawnPolicy
+from onstation.ledger import Ledger
+from onstation.ledger.bodies import HarnessLedger
+from onstation.sim.invariants import Invariants
+from onstation.sim.world import BODY_TTL, FaultRates, SimLauncher, World
+
+#: Counters every multi-seed run must hit at least once ("sometimes" assertions).
+REQUIRED_COVERAGE = (
+    "breaker_opened",
+    "paused_body_fenced",
+    "effect_ambiguous",
+    "birth_failed",
+    "halt_honoured",
+)
+
+#: The deliberate bugs ``plant=`` applies (by monkeypatching, for one run only).
+PLANTS = (
+    "governor-extra-birth",
+    "reconcile-retries-ambiguous",
+    "guard-ignores-generation",
+    "fence-keeps-lease",
+    "breaker-forgets-on-restart",
+    "halt-ignored",
+)
+
+OPERATOR = "sim-operator"
+SUPERVISOR = "sim-supervisor"
+CHECK_EVERY = 600.0  # seconds between a supervisor's looks at one identity
+GIT_ENV = {"GIT_AUTHOR_NAME": "sim", "GIT_AUTHOR_EMAIL": "sim@onstation",
+           "GIT_COMMITTER_NAME": "sim", "GIT_COMMITTER_EMAIL": "sim@onstation",
+           "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+           "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}  # fmt: skip
+
+
+class _Stop(Exception):
+    """An invariant broke: end the run here (the trace up to this point is the evidence)."""
+
+
+@dataclass
+class SimResult:
+    """What one seed did and whether every invariant held."""
+
+    seed: int
+    agents: int
+    hours: float
+    plant: str | None
+    violations: list[str]
+    coverage: dict[str, int]
+    trace: list[str]
+    ledger_digest: str
+    events: int
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Every invariant held and the run did not crash."""
+        return not self.violations and self.error is None
+
+    def replay_command(self) -> str:
+        """The exact command that replays this run."""
+        cmd = f"onstation simulate --seed {self.seed} --agents {self.agents} --hours {self.hours:g}"
+        return cmd + (f" --plant {self.plant}" if self.plant else "")
+
+    def minimal_trace(self, lines: int = 40) -> list[str]:
+        """The last steps before the failure (the whole trace is kept in ``trace``)."""
+        return self.trace[-lines:]
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` form."""
+        return {"seed": self.seed, "ok": self.ok, "agents": self.agents, "hours": self.hours,
+                "plant": self.plant, "violations": self.violations, "error": self.error,
+                "coverage": self.coverage, "events": self.events,
+                "ledger_digest": self.ledger_digest, "replay": self.replay_command(),
+                "trace": self.minimal_trace() if not self.ok else []}  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------
+# planted bugs
+
+
+@contextlib.contextmanager
+def planted(name: str | None) -> Iterator[None]:
+    """Apply one deliberate bug for the duration of the block (None: the build as it is)."""
+    if name is None:
+        yield
+        return
+    import onstation.ledger.ledger as ledger_module
+    from onstation.core.effects import EffectAction
+
+    with contextlib.ExitStack() as stack:
+        if name == "governor-extra-birth":
+            real = ledger_module.decide_respawn
+
+            def lenient(policy: RespawnPolicy, counted: Any, now: Any, *,
+                        breaker_open: bool) -> Any:  # fmt: skip
+                wider = RespawnPolicy(limit=policy.limit + 1, window=policy.window)
+                return real(wider, counted, now, breaker_open=breaker_open)
+
+            stack.enter_context(mock.patch.object(ledger_module, "decide_respawn", lenient))
+        elif name == "reconcile-retries-ambiguous":
+            real_next = ledger_module.next_state
+
+            def retry(action: EffectAction, current: EffectState) -> EffectState | None:
+                if action is EffectAction.RECONCILE and current is EffectState.DISPATCHED:
+                    return EffectState.FAILED_BEFORE_DISPATCH  # "it probably never went out"
+                return real_next(action, current)
+
+            stack.enter_context(mock.patch.object(ledger_module, "next_state", retry))
+        elif name == "guard-ignores-generation":
+            real_judge = ledger_module.judge_write
+
+            def lax(*, presented: int, current: int, **rest: Any) -> Any:
+                return real_judge(presented=current, current=current, **rest)
+
+            stack.enter_context(mock.patch.object(ledger_module, "judge_write", lax))
+        elif name == "fence-keeps-lease":
+
+            def keep(tx: Any, now: int, node: str, expect: int, reason: str) -> Any:
+                row = tx.one("UPDATE agent_node SET generation = generation + 1 "
+                             "WHERE name = ? AND generation = ? RETURNING generation",
+                             (node, expect))  # fmt: skip
+                return row, [], []
+
+            stack.enter_context(
+                mock.patch.object(Ledger, "_fence_statements", staticmethod(keep))
+            )
+        elif name == "breaker-forgets-on-restart":
+            real_open = Ledger.open.__func__  # type: ignore[attr-defined]
+
+            def forgetful(cls: type[Ledger], *args: Any, **kwargs: Any) -> Ledger:
+                opened: Ledger = real_open(cls, *args, **kwargs)
+                opened._write(lambda tx, _now: tx.run(
+                    "UPDATE agent_node SET breaker_open = 0, breaker_reason = NULL"))  # fmt: skip
+                return opened
+
+            stack.enter_context(mock.patch.object(Ledger, "open", classmethod(forgetful)))
+        elif name == "halt-ignored":
+            stack.enter_context(
+                mock.patch.object(Ledger, "_refuse_if_halted", lambda *_a, **_k: None)
+            )
+        else:
+            raise ValueError(f"unknown plant {name!r}; one of {', '.join(PLANTS)}")
+        yield
+
+
+# --------------------------------------------------------------------------------------------
+# one seed
+
+
+def _scratch_root() -> str | None:
+    # tmpfs makes the ledger's fsyncs nearly free; the results are the same on disk.
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+
+
+@contextlib.contextmanager
+def _keys_dir(path: Path) -> Iterator[None]:
+    before = os.environ.get("ONSTATION_KEYS_DIR")
+    os.environ["ONSTATION_KEYS_DIR"] = str(path)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("ONSTATION_KEYS_DIR", None)
+        else:
+            os.environ["ONSTATION_KEYS_DIR"] = before
+
+
+def _git_repo(path: Path, agents: list[str]) -> None:
+    path.mkdir()
+    env = {**os.environ, **GIT_ENV}
+    for argv in (["git", "init", "-q", "-b", "main"],
+                 ["git", "commit", "-q", "--allow-empty", "-m", "sim"]):  # fmt: skip
+        subprocess.run(argv, cwd=path, check=True, env=env, capture_output=True)
+    for name in agents:
+        (path / name).mkdir()
+
+
+class _Run:
+    """The supervisor, the operator and the checks of one seed."""
+
+    def __init__(self, seed: int, agents: int, hours: float, rates: FaultRates | None,
+                 root: Path) -> None:  # fmt: skip
+        self.policy = RespawnPolicy()
+        self.world = World(seed, rates or FaultRates.draw(Random_for(seed)))
+        self.hours = hours
+        self.root = root
+        self.db = str(root / "ledger.db")
+        self.nodes = [f"agent-{i}" for i in range(1, agents + 1)]
+        self.checks = Invariants(self.policy)
+        self.next_try: dict[str, float] = {}
+        w = self.world
+        self.ledger = self._open()
+        w.body_ledger = self._open()
+        self.rival = self._open()
+        w.on_step = self._step
+        w.on_denial = self._denied
+        w.on_stale_accept = lambda n, g, what: self.checks.fail(
+            "no-stale-write", f"{what} by {n}@{g} accepted")  # fmt: skip
+        self._reported = 0
+
+    def _open(self) -> Ledger:
+        return Ledger.open(self.db, clock=self.world.clock, respawn_policy=self.policy)
+
+    # -- checks -----------------------------------------------------------------------------
+
+    def _step(self) -> None:
+        self.checks.check(self.ledger)
+        w = self.world
+        for eid, count in w.performed.items():
+            if count - w.compensated.get(eid, 0) > 1:
+                self.checks.fail("effect-not-repeated", f"{eid} happened {count} times")
+        if len(self.checks.violations) > self._reported:
+            for text in self.checks.violations[self._reported:]:
+                w.log(f"VIOLATION {text}")
+            self._reported = len(self.checks.violations)
+            raise _Stop
+
+    def _denied(self, exc: StaleGeneration) -> None:
+        node = str(exc.details.get("node"))
+        denial = exc.details.get("denial_id")
+        if denial not in {d.denial_id for d in self.ledger.denials(node)}:
+            self.checks.fail("denials-recorded", f"denial {denial} of {node} not on record")
+
+    # -- setup ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        w, ledger = self.world, self.ledger
+        _git_repo(self.root / "repo", self.nodes)
+        records = HarnessLedger(ledger)
+        for i, node in enumerate(self.nodes):
+            ledger.register_node(node, role="executor", by=OPERATOR)
+            ledger.open_episode(node, f"simulated work of {node}", by=OPERATOR)
+            records.bind_workspace(str(self.root / "repo" / node), node, harness="claude-code",
+                                   by="sim")  # fmt: skip
+            ledger.acquire_lease(node, holder=f"sim first body of {node}", ttl=BODY_TTL,
+                                 by=OPERATOR)  # fmt: skip
+            w.start_body(node, 1, challenge=None)
+            self.next_try[node] = 0.0
+            w.schedule(CHECK_EVERY * (i + 1) / len(self.nodes), self._supervise_later(node),
+                       "supervisor")  # fmt: skip
+        w.schedule(w.rng.uniform(0, 3600), self._operator, "body")
+        w.schedule(w.rng.uniform(0, 3600), self._restart_roll, "supervisor")
+        w.log(f"seed {w.seed}: {len(self.nodes)} agents, {self.hours:g} h, rates {w.rates}")
+
+    def run(self) -> None:
+        self.start()
+        self.world.run_due(self.hours * 3600)
+        self._step()
+        self.checks.check_breakers(self.ledger, "at the end of the run")
+        self._step()
+
+    # -- the supervisor ---------------------------------------------------------------------
+
+    def _supervise_later(self, node: str) -> Callable[[], None]:
+        return lambda: self._supervise(node)
+
+    def _supervise(self, node: str) -> None:
+        w = self.world
+        w.schedule(CHECK_EVERY, self._supervise_later(node), "supervisor")
+        if w.clock.mono < self.next_try[node]:
+            return
+        body = w.bodies.get(node)
+        lease = self.ledger.live_lease(node)
+        need = None
+        if body is None or not body.process.alive:
+            need = "body gone"
+        elif lease is None or lease.generation != body.generation:
+            need = "lease lost"
+        elif w.clock.mono >= body.fill_at:
+            need = "hull red"
+        if need is not None:
+            self._relieve(node, need)
+
+    def _relieve(self, node: str, cause: str) -> None:
+        from onstation.relief.relieve import Relief, ReliefOptions
+
+        w = self.world
+        raced = {"done": w.rng.random() >= w.rates.race}
+
+        def sleep(seconds: float) -> None:
+            if not raced["done"]:
+                raced["done"] = True
+                self._race(node)
+            w.sleep(seconds)
+
+        options = ReliefOptions(
+            launcher=SimLauncher(w), by=SUPERVISOR, cause=cause, emergency=True, brief_wait=0,
+            challenge_wait=600, shutdown_wait=30, poll=5, workspace=str(self.root / "repo" / node),
+            db=self.db, sleep=sleep, monotonic=w.clock.monotonic, witnesses=w.witnesses,
+        )  # fmt: skip
+        w.depth += 1
+        try:
+            outcome = Relief(self.ledger, node, options).run()
+        except OnstationError as exc:
+            w.log(f"{node} relief ({cause}) aborted: {type(exc).__name__}")
+            self.next_try[node] = w.clock.mono + 1800
+            return
+        finally:
+            w.depth -= 1
+        w.log(f"{node} relief ({cause}) {outcome.state} {outcome.verdict} "
+              f"g{outcome.from_generation}->g{outcome.to_generation}")  # fmt: skip
+        self._after(node, outcome.state, outcome.verdict)
+
+    def _race(self, node: str) -> None:
+        from onstation.relief.relieve import Relief, ReliefOptions
+
+        w = self.world
+        options = ReliefOptions(launcher=SimLauncher(w), by="sim-rival", emergency=True,
+                                brief_wait=0, workspace=str(self.root / "repo" / node),
+                                db=self.db, sleep=w.sleep, monotonic=w.clock.monotonic,
+                                witnesses=w.witnesses)  # fmt: skip
+        try:
+            Relief(self.rival, node, options).run()
+        except Conflict:
+            w.hit("race_refused")
+            w.log(f"{node} rival supervisor refused (Conflict)")
+            return
+        except OnstationError as exc:
+            self.checks.fail("supervisors-exclusive",
+                             f"rival relief of {node} got {type(exc).__name__}, not Conflict")  # fmt: skip
+            return
+        self.checks.fail("supervisors-exclusive", f"a second relief of {node} ran")
+
+    def _after(self, node: str, state: str, verdict: str) -> None:
+        w, ledger = self.world, self.ledger
+        now = w.clock.mono
+        if ledger.effects(node, state=EffectState.AMBIGUOUS):
+            w.hit("effect_ambiguous")
+            w.schedule(w.rng.uniform(1800, 3 * 3600), lambda: self._resolve(node), "body")
+        if state == "SETTLED":
+            w.hit("relief_settled")
+            self.next_try[node] = now
+        elif state == "BIRTH_FAILED":
+            w.hit("birth_failed")
+            self.next_try[node] = now + 60
+        elif state == "BLOCKED":
+            w.hit("respawn_blocked")
+            self.next_try[node] = now + 3600
+            if not ledger.get_node(node).breaker_open and w.rng.random() < w.rates.breaker:
+                ledger.open_breaker(node, by=OPERATOR, why="crash loop")
+                w.hit("breaker_opened")
+                w.log(f"{node} breaker opened by the operator")
+                w.schedule(w.rng.uniform(2, 30) * 3600, lambda: self._close(node), "body")
+        else:
+            if ledger.halts():
+                w.hit("halt_honoured")
+            self.next_try[node] = now + 1800
+
+    # -- the operator -----------------------------------------------------------------------
+
+    def _resolve(self, node: str) -> None:
+        w = self.world
+        for effect in self.ledger.effects(node, state=EffectState.AMBIGUOUS):
+            eid = effect.effect_id
+            happened = w.performed.get(eid, 0) > w.compensated.get(eid, 0)
+            self.ledger.resolve_effect(eid, outcome="observed" if happened else "compensated",
+                                       by=OPERATOR, why="checked the remote")  # fmt: skip
+            w.log(f"{node} operator resolved {eid} as {'observed' if happened else 'compensated'}")
+
+    def _close(self, node: str) -> None:
+        self.ledger.close_breaker(node, by=OPERATOR, why="crash loop investigated")
+        self.world.log(f"{node} breaker closed by the operator")
+
+    def _operator(self) -> None:
+        w, rates = self.world, self.world.rates
+        w.schedule(3600, self._operator, "body")
+        if w.rng.random() < rates.clock_jump:
+            seconds = w.rng.uniform(-2.0, 2.0) * BODY_TTL.total_seconds()
+            w.clock.jump(seconds)
+            w.hit("clock_jump_back" if seconds < 0 else "clock_jump_forward")
+            w.log(f"wall clock jumped {seconds:+.0f}s")
+        if w.rng.random() < rates.halt and not self.ledger.halts():
+            scope = None if w.rng.random() < 0.5 else w.rng.choice(self.nodes)
+            self.ledger.halt(node=scope, by=OPERATOR, why="operator drill")
+            w.log(f"halt raised on {scope or 'everything'}")
+            w.schedule(w.rng.uniform(0.2, 3) * 3600, lambda: self._unhalt(scope), "body")
+
+    def _unhalt(self, scope: str | None) -> None:
+        self.ledger.unhalt(node=scope, by=OPERATOR)
+        self.world.log(f"halt lifted on {scope or 'everything'}")
+
+    def _restart_roll(self) -> None:
+        w = self.world
+        w.schedule(3600, self._restart_roll, "supervisor")
+        if w.rng.random() < w.rates.restart:
+            self.ledger.close()
+            self.ledger = self._open()
+            w.hit("controller_restart")
+            w.log("controller restarted")
+            self.checks.check_breakers(self.ledger, "after a controller restart")
+
+    def close(self) -> None:
+        for ledger in (self.ledger, self.world.body_ledger, self.rival):
+            if ledger is not None:
+                with contextlib.suppress(Exception):
+                    ledger.close()
+
+    def digest(self) -> tuple[str, int]:
+        rows = self.ledger._read(lambda tx, _now: tx.all(
+            "SELECT seq, node, kind, generation, actor, at FROM event ORDER BY seq"))  # fmt: skip
+        text = "\n".join("|".join(str(v) for v in row) for row in rows)
+        return hashlib.sha256(text.encode()).hexdigest(), len(rows)
+
+
+def Random_for(seed: int) -> Any:  # noqa: N802 - reads as a constructor
+    """The fault-rate draw's own random source (separate from the world's, so changing what
+    a world draws never changes a seed's fault rates)."""
+    from random import Random
+
+    return Random(f"onstation-faults-{seed}")
+
+
+def simulate(
+    seed: int,
+    *,
+    agents: int = 2,
+    hours: float = 24.0,
+    plant: str | None = None,
+    rates: FaultRates | None = None,
+) -> SimResult:
+    """Run one seed; the same arguments give the same trace and ledger history."""
+    if agents < 1 or hours <= 0:
+        raise ValueError("agents must be >= 1 and hours > 0")
+    if plant is not None and plant not in PLANTS:
+        raise ValueError(f"unknown plant {plant!r}; one of {', '.join(PLANTS)}")
+    root = Path(tempfile.mkdtemp(prefix=f"onstation-sim-{seed}-", dir=_scratch_root()))
+    run: _Run | None = None
+    error: str | None = None
+    try:
+        with _keys_dir(root / "keys"), planted(plant):
+            run = _Run(seed, agents, hours, rates, root)
+            try:
+                run.run()
+            except _Stop:
+                pass
+            except Exception as exc:  # a crash of the system under test is a failure too
+                error = f"{type(exc).__name__}: {exc}"
+                run.world.log(f"ERROR {error}")
+            digest, events = run.digest()
+        return SimResult(seed, agents, hours, plant, list(run.checks.violations),
+                         dict(sorted(run.world.coverage.items())), run.world.trace, digest,
+                         events, error)  # fmt: skip
+    finally:
+        if run is not None:
+            run.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------------------
+# many seeds
+
+
+@dataclass
+class SeedsReport:
+    """The outcome of many seeds: failures, summed coverage and what was never covered."""
+
+    results: list[SimResult] = field(default_factory=list)
+    coverage: dict[str, int] = field(default_factory=dict)
+    seeds_hit: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def failures(self) -> list[SimResult]:
+        """Seeds where an invariant broke or the run crashed."""
+        return [r for r in self.results if not r.ok]
+
+    @property
+    def missing(self) -> list[str]:
+        """Required coverage counters that never occurred."""
+        return [name for name in REQUIRED_COVERAGE if not self.coverage.get(name)]
+
+    @property
+    def ok(self) -> bool:
+        """No failure and every required counter hit."""
+        return not self.failures and not self.missing
+
+
+def run_seeds(
+    seeds: Iterable[int],
+    *,
+    agents: int = 2,
+    hours: float = 24.0,
+    plant: str | None = None,
+    stop_on_failure: bool = False,
+    rates: FaultRates | None = None,
+) -> SeedsReport:
+    """Run every seed and sum the coverage counters."""
+    report = SeedsReport()
+    for seed in seeds:
+        result = simulate(seed, agents=agents, hours=hours, plant=plant, rates=rates)
+        report.results.append(result)
+        for name, count in result.coverage.items():
+            report.coverage[name] = report.coverage.get(name, 0) + count
+            report.seeds_hit[name] = report.seeds_hit.get(name, 0) + 1
+        if stop_on_failure and not result.ok:
+            break
+    report.coverage = dict(sorted(report.coverage.items()))
+    return report
