@@ -142,3 +142,16 @@ def test_brief_takes_the_current_task_from_the_ledger(setup: tuple[Ledger, Path]
         "status": "in_progress",
     }
     assert content["evidence"]["tasks"][0]["title"] == "wire the session cookie"
+
+
+def test_writing_a_brief_tells_the_spawner_where_it_is(tmp_path: Path) -> None:
+    ledger = Ledger.open(str(tmp_path / "ledger.db"))
+    ledger.register_node("exec-2", spawner="coord-auth")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    records = HarnessLedger(ledger)
+    records.bind_workspace(str(ws), "exec-2", harness="claude-code", by="t")
+    path, _content = write_brief(ledger, "exec-2", Supplied.load(None, _BRIEF_KEYS))
+    (message,) = records.messages("coord-auth")
+    assert message.kind == "relief_requested" and message.sender == "exec-2"
+    assert f"Turnover brief at: {path}" in message.body

@@ -6,7 +6,7 @@ usage grows like a real session's (two streaming lines per API call sharing ``me
 and ``requestId``), and runs the hook commands Claude Code would run, with the payloads
 Claude Code sends: SessionStart, UserPromptSubmit, PreToolUse/PostToolUse around every
 tool call, Stop. It obeys the answers: a denied tool call is not run; "Hull integrity Red"
-(or Critical, or a ``relief_requested`` message) makes it write its turnover brief and
+(or Critical, or "Prepare turnover brief" from its lead) makes it write its turnover brief and
 stop. Launched as a successor (``ONSTATION_CHALLENGE`` in its environment) it answers the
 challenge first and heartbeats. It can be told to crash, hang, or wake up after being
 fenced, which is what the end-to-end tests of the failure rules need.
@@ -53,7 +53,7 @@ GIT_IDENTITY_ENV = frozenset(
 )
 
 #: What in an additionalContext asks this body to hand over.
-RELIEF_RE = re.compile(r"Hull integrity (?:Red|Critical)|relief_requested")
+RELIEF_RE = re.compile(r"Hull integrity (?:Red|Critical)|Prepare turnover brief")
 #: The hooks' words for a body whose generation was fenced (see relief/hooks.py).
 FENCED_MARK = "has been relieved"
 #: Denials that waiting cannot cure: retrying them for the challenge would only waste time.

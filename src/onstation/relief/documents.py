@@ -228,6 +228,15 @@ def write_brief(
     content["markdown"] = markdown
     path = write_inside(where, [".bridge", "turnovers", name], markdown)
     records.record_document(node, kind="brief", path=str(path), content=content, by=by)
+    if current.spawner is not None:
+        # The relief procedure's step 3: tell the team lead where the brief is.
+        used = content["context_used_percent"]
+        records.post_message(
+            sender=node, recipient=current.spawner, kind="relief_requested",
+            body=f"Relief requested. Turnover brief at: {path}. Context at "
+            f"{'unknown' if used is None else f'{used}%'}. Recommend replacement with the same "
+            "agent type.",
+        )  # fmt: skip
     return path, content
 
 
