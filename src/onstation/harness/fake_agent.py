@@ -1216,45 +1216,10 @@ class FakeAgent:
             f"onstation fake-agent --workspace {self.workspace} --node {self.node} --steps {total}",
             "--json",
         ]
-        argv = self.cli.command(*args)
-        result: dict[str, Any] = {}
-
-        def action() -> tuple[dict[str, Any], bool]:
-            done = subprocess.run(
-                argv,
-                capture_output=True,
-                text=True,
-                env=self.env,
-                cwd=self.workspace,
-                timeout=120,
-                check=False,
-            )
-            result["code"] = done.returncode
-            result["stdout"] = done.stdout
-            response = {
-                "stdout": done.stdout.strip()[:2000],
-                "stderr": done.stderr.strip(),
-                "interrupted": False,
-                "isImage": False,
-                "exitCode": done.returncode,
-            }
-            return response, done.returncode == 0
-
-        tokens = self.transcript.last_tokens or self.tokens
-        response = self.tool(
-            step,
-            "Bash",
-            {"command": shlex.join(argv), "description": "Write turnover brief"},
-            tokens,
-            "Writing the turnover brief.",
-            action,
-        )
-        if response is None:
-            raise AgentError(f"onstation brief write failed: {result.get('stdout', '').strip()}")
-        try:
-            self.brief_path = str(json.loads(result["stdout"])["path"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise AgentError("onstation brief write: unexpected output") from exc
+        written = self._cli_tool(step, args, "Write turnover brief")
+        if not isinstance(written.get("path"), str):
+            raise AgentError("onstation brief write: unexpected output")
+        self.brief_path = str(written["path"])
         self.log("brief", step=step, path=self.brief_path, trigger=trigger)
 
     def _wake_after_fence(self, step: int) -> int:

@@ -146,9 +146,7 @@ def planted(name: str | None) -> Iterator[None]:
                              (node, expect))  # fmt: skip
                 return row, [], []
 
-            stack.enter_context(
-                mock.patch.object(Ledger, "_fence_statements", staticmethod(keep))
-            )
+            stack.enter_context(mock.patch.object(Ledger, "_fence_statements", staticmethod(keep)))
         elif name == "breaker-forgets-on-restart":
             real_open = Ledger.open.__func__  # type: ignore[attr-defined]
 
@@ -235,7 +233,7 @@ class _Run:
             if count - w.compensated.get(eid, 0) > 1:
                 self.checks.fail("effect-not-repeated", f"{eid} happened {count} times")
         if len(self.checks.violations) > self._reported:
-            for text in self.checks.violations[self._reported:]:
+            for text in self.checks.violations[self._reported :]:
                 w.log(f"VIOLATION {text}")
             self._reported = len(self.checks.violations)
             raise _Stop
@@ -349,10 +347,13 @@ class _Run:
     def _after(self, node: str, state: str, verdict: str) -> None:
         w, ledger = self.world, self.ledger
         now = w.clock.mono
+        # A supervisor retries when something changed, not on a timer alone: each attempt
+        # fences (a new generation) and costs a full relief.
         if ledger.effects(node, state=EffectState.AMBIGUOUS):
             w.hit("effect_ambiguous")
+            self.next_try[node] = float("inf")  # quarantined until the operator resolves
             w.schedule(w.rng.uniform(1800, 3 * 3600), lambda: self._resolve(node), "body")
-        if state == "SETTLED":
+        elif state == "SETTLED":
             w.hit("relief_settled")
             self.next_try[node] = now
         elif state == "BIRTH_FAILED":
@@ -360,16 +361,22 @@ class _Run:
             self.next_try[node] = now + 60
         elif state == "BLOCKED":
             w.hit("respawn_blocked")
-            self.next_try[node] = now + 3600
-            if not ledger.get_node(node).breaker_open and w.rng.random() < w.rates.breaker:
+            status = ledger.respawn_status(node)
+            wait = 3600.0
+            if status.reopens_at is not None:
+                wait = max(wait, (status.reopens_at - w.clock()).total_seconds())
+            self.next_try[node] = now + wait
+            if not status.breaker_open and w.rng.random() < w.rates.breaker:
                 ledger.open_breaker(node, by=OPERATOR, why="crash loop")
                 w.hit("breaker_opened")
                 w.log(f"{node} breaker opened by the operator")
+                self.next_try[node] = float("inf")  # until the operator closes it
                 w.schedule(w.rng.uniform(2, 30) * 3600, lambda: self._close(node), "body")
+        elif ledger.halts():
+            w.hit("halt_honoured")
+            self.next_try[node] = float("inf")  # until the halt is lifted
         else:
-            if ledger.halts():
-                w.hit("halt_honoured")
-            self.next_try[node] = now + 1800
+            self.next_try[node] = now + 2 * 3600
 
     # -- the operator -----------------------------------------------------------------------
 
@@ -381,10 +388,12 @@ class _Run:
             self.ledger.resolve_effect(eid, outcome="observed" if happened else "compensated",
                                        by=OPERATOR, why="checked the remote")  # fmt: skip
             w.log(f"{node} operator resolved {eid} as {'observed' if happened else 'compensated'}")
+        self.next_try[node] = min(self.next_try[node], w.clock.mono)
 
     def _close(self, node: str) -> None:
         self.ledger.close_breaker(node, by=OPERATOR, why="crash loop investigated")
         self.world.log(f"{node} breaker closed by the operator")
+        self.next_try[node] = min(self.next_try[node], self.world.clock.mono)
 
     def _operator(self) -> None:
         w, rates = self.world, self.world.rates
@@ -403,6 +412,11 @@ class _Run:
     def _unhalt(self, scope: str | None) -> None:
         self.ledger.unhalt(node=scope, by=OPERATOR)
         self.world.log(f"halt lifted on {scope or 'everything'}")
+        for node in self.nodes:
+            if self.next_try[node] == float("inf") and not self.ledger.effects(
+                node, state=EffectState.AMBIGUOUS
+            ) and not self.ledger.get_node(node).breaker_open:  # fmt: skip
+                self.next_try[node] = self.world.clock.mono
 
     def _restart_roll(self) -> None:
         w = self.world
@@ -439,7 +453,7 @@ def simulate(
     seed: int,
     *,
     agents: int = 2,
-    hours: float = 24.0,
+    hours: float = 12.0,
     plant: str | None = None,
     rates: FaultRates | None = None,
 ) -> SimResult:
@@ -475,6 +489,11 @@ def simulate(
 # many seeds
 
 
+def _one(args: tuple[int, int, float, str | None, FaultRates | None]) -> SimResult:
+    seed, agents, hours, plant, rates = args
+    return simulate(seed, agents=agents, hours=hours, plant=plant, rates=rates)
+
+
 @dataclass
 class SeedsReport:
     """The outcome of many seeds: failures, summed coverage and what was never covered."""
@@ -503,20 +522,34 @@ def run_seeds(
     seeds: Iterable[int],
     *,
     agents: int = 2,
-    hours: float = 24.0,
+    hours: float = 12.0,
     plant: str | None = None,
     stop_on_failure: bool = False,
     rates: FaultRates | None = None,
+    jobs: int = 1,
 ) -> SeedsReport:
     """Run every seed and sum the coverage counters."""
     report = SeedsReport()
-    for seed in seeds:
-        result = simulate(seed, agents=agents, hours=hours, plant=plant, rates=rates)
+    seeds = list(seeds)
+    if jobs > 1 and len(seeds) > 1 and not stop_on_failure:
+        import concurrent.futures
+        import multiprocessing
+
+        # Each seed is independent and deterministic, so running them in several processes
+        # changes nothing but the wall time.
+        context = multiprocessing.get_context("fork")
+        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
+            results = list(pool.map(_one, [(s, agents, hours, plant, rates) for s in seeds]))
+    else:
+        results = []
+        for seed in seeds:
+            results.append(_one((seed, agents, hours, plant, rates)))
+            if stop_on_failure and not results[-1].ok:
+                break
+    for result in results:
         report.results.append(result)
         for name, count in result.coverage.items():
             report.coverage[name] = report.coverage.get(name, 0) + count
             report.seeds_hit[name] = report.seeds_hit.get(name, 0) + 1
-        if stop_on_failure and not result.ok:
-            break
     report.coverage = dict(sorted(report.coverage.items()))
     return report

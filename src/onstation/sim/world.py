@@ -79,8 +79,11 @@ class FaultRates:
         def rate(top: float) -> float:
             return 0.0 if rng.random() < 0.2 else rng.uniform(0.0, top)
 
+        # About a third of the seeds are crash loops: bodies die within minutes, so the
+        # governor, the breaker and the birth-failure paths are driven hard.
+        crash = rng.uniform(0.3, 0.7) if rng.random() < 0.35 else rate(0.15)
         return cls(
-            crash=rate(0.15), crash_point_effect=rng.uniform(0.3, 1.0), pause=rate(0.08),
+            crash=crash, crash_point_effect=rng.uniform(0.3, 1.0), pause=rate(0.08),
             hang=rate(0.04), heartbeat_loss=rate(0.3), clock_jump=rate(0.3),
             never_started=rate(0.3), exit_before_challenge=rate(0.3), race=rate(0.5),
             restart=rate(0.3), halt=rate(0.08), breaker=rate(0.8), effect=rng.uniform(0.2, 0.9),
