@@ -18,6 +18,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from onstation.core.errors import BadInput
+from onstation.core.frozen import FrozenRecord
 
 # This module is on the hook hot path: typing and dataclasses cost milliseconds of import
 # time on every tool call, so annotations stay unevaluated and records are plain classes.
@@ -78,13 +79,13 @@ def _finite(value: object) -> float | None:
     return value if math.isfinite(value) else None
 
 
-class TierPolicy:
+class TierPolicy(FrozenRecord):
     """Tier thresholds: each field is the lower bound of its tier, in percent of the window.
 
     ``0 < amber <= red <= critical <= 100``. Below ``amber`` is Green. Immutable.
     """
 
-    __slots__ = ("amber", "critical", "name", "red")
+    __slots__ = ("name", "amber", "red", "critical")  # noqa: RUF023 - field order
 
     name: str
     amber: float
@@ -92,29 +93,8 @@ class TierPolicy:
     critical: float
 
     def __init__(self, name: str, amber: float, red: float, critical: float) -> None:
-        for key, value in (("name", name), ("amber", amber), ("red", red), ("critical", critical)):
-            object.__setattr__(self, key, value)
+        self._set(name=name, amber=amber, red=red, critical=critical)
         self._validate()
-
-    def __setattr__(self, key: str, value: object) -> None:
-        raise AttributeError(f"TierPolicy is immutable; cannot set {key}")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, TierPolicy):
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return (
-            f"TierPolicy(name={self.name!r}, amber={self.amber!r}, red={self.red!r}, "
-            f"critical={self.critical!r})"
-        )
-
-    def _key(self) -> tuple[str, float, float, float]:
-        return (self.name, self.amber, self.red, self.critical)
 
     def _validate(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -218,10 +198,10 @@ def _allowed_keys() -> str:
     return ", ".join(sorted(_POLICY_KEYS))
 
 
-class FillReading:
+class FillReading(FrozenRecord):
     """One measurement of context fill, with where it came from. Immutable."""
 
-    __slots__ = ("model", "percent", "source", "used_tokens", "window_tokens")
+    __slots__ = ("used_tokens", "window_tokens", "percent", "source", "model")  # noqa: RUF023
 
     used_tokens: int | None
     window_tokens: int
@@ -237,29 +217,8 @@ class FillReading:
         source: str,
         model: str | None = None,
     ) -> None:
-        for key, value in (("used_tokens", used_tokens), ("window_tokens", window_tokens),
-                           ("percent", percent), ("source", source), ("model", model)):  # fmt: skip
-            object.__setattr__(self, key, value)
-
-    def __setattr__(self, key: str, value: object) -> None:
-        raise AttributeError(f"FillReading is immutable; cannot set {key}")
-
-    def _key(self) -> tuple[int | None, int, float, str, str | None]:
-        return (self.used_tokens, self.window_tokens, self.percent, self.source, self.model)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FillReading):
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return (
-            f"FillReading(used_tokens={self.used_tokens!r}, window_tokens={self.window_tokens!r}, "
-            f"percent={self.percent!r}, source={self.source!r}, model={self.model!r})"
-        )
+        self._set(used_tokens=used_tokens, window_tokens=window_tokens, percent=percent,
+                  source=source, model=model)  # fmt: skip
 
     def tier(self, policy: TierPolicy = RELIEF_PRESET) -> Tier:
         """This reading's tier under ``policy``."""

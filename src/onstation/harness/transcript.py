@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 
 from onstation.core.errors import BadInput
+from onstation.core.frozen import FrozenRecord
 from onstation.core.hull import (
     DEFAULT_WINDOW,
     SOURCE_TRANSCRIPT,
@@ -56,7 +57,7 @@ _FIELD_ORDER: Final = (
 )  # fmt: skip
 
 
-class TranscriptCursor:
+class TranscriptCursor(FrozenRecord):
     """Where a reader stopped in one transcript file, and what it had concluded there.
 
     ``offset`` is the byte offset of the next unread complete line; ``dev``/``ino``/``size``
@@ -68,10 +69,7 @@ class TranscriptCursor:
     with ``post_tokens`` when recorded). Immutable; serialize with :meth:`to_json`.
     """
 
-    __slots__ = (
-        "anchor", "compacted", "dev", "format", "ino", "message_id", "model", "offset",
-        "post_tokens", "request_id", "size", "usage_tokens", "usage_window",
-    )  # fmt: skip
+    __slots__ = _FIELD_ORDER
 
     format: str
     offset: int
@@ -105,31 +103,7 @@ class TranscriptCursor:
     ) -> None:
         values = (format, offset, dev, ino, size, anchor, usage_tokens, usage_window, model,
                   compacted, post_tokens, message_id, request_id)  # fmt: skip
-        for key, value in zip(_FIELD_ORDER, values, strict=True):
-            object.__setattr__(self, key, value)
-
-    def __setattr__(self, key: str, value: object) -> None:
-        raise AttributeError(f"TranscriptCursor is immutable; cannot set {key}")
-
-    def as_dict(self) -> dict[str, Any]:
-        """The fields, in declaration order."""
-        return {key: getattr(self, key) for key in _FIELD_ORDER}
-
-    def replace(self, **changes: Any) -> TranscriptCursor:
-        """A copy with some fields changed."""
-        return TranscriptCursor(**{**self.as_dict(), **changes})
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, TranscriptCursor):
-            return NotImplemented
-        return self.as_dict() == other.as_dict()
-
-    def __hash__(self) -> int:
-        return hash(tuple(self.as_dict().values()))
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{k}={v!r}" for k, v in self.as_dict().items())
-        return f"TranscriptCursor({inner})"
+        self._set(**dict(zip(_FIELD_ORDER, values, strict=True)))
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-serializable dict (store it between hook calls)."""

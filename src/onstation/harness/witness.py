@@ -31,6 +31,7 @@ import signal
 import time
 
 from onstation.core.errors import BadInput
+from onstation.core.frozen import FrozenRecord
 
 # Hook hot path: typing costs import time on every tool call, so annotations stay
 # unevaluated and records are plain classes.
@@ -192,7 +193,7 @@ _WITNESS_FIELDS: Final = (
 )  # fmt: skip
 
 
-class ProcessWitness:
+class ProcessWitness(FrozenRecord):
     """An externally observed process identity; evidence only, never authority.
 
     ``host``, ``boot_id``, ``pid`` and ``start_ticks`` identify the process; ``executable``
@@ -239,32 +240,8 @@ class ProcessWitness:
         if not isinstance(observed_at, str) or not observed_at:
             raise BadInput("process witness observed_at: must be a non-empty string")
         _validate_iso_utc(observed_at, "observed_at")
-        values = (host, boot_id, pid, start_ticks, executable, nonce, observed_at)
-        for key, field in zip(_WITNESS_FIELDS, values, strict=True):
-            object.__setattr__(self, key, field)
-
-    def __setattr__(self, key: str, value: object) -> None:
-        raise AttributeError(f"ProcessWitness is immutable; cannot set {key}")
-
-    def as_dict(self) -> dict[str, Any]:
-        """The fields, in declaration order."""
-        return {key: getattr(self, key) for key in _WITNESS_FIELDS}
-
-    def replace(self, **changes: Any) -> ProcessWitness:
-        """A copy with some fields changed."""
-        return ProcessWitness(**{**self.as_dict(), **changes})
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ProcessWitness):
-            return NotImplemented
-        return self.as_dict() == other.as_dict()
-
-    def __hash__(self) -> int:
-        return hash(tuple(self.as_dict().values()))
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{k}={v!r}" for k, v in self.as_dict().items())
-        return f"ProcessWitness({inner})"
+        self._set(host=host, boot_id=boot_id, pid=pid, start_ticks=start_ticks,
+                  executable=executable, nonce=nonce, observed_at=observed_at)  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-serializable dict (what the ledger stores)."""
