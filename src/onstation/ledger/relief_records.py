@@ -14,7 +14,7 @@ import contextlib
 import json
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from onstation.core.canonical import canonical_bytes, digest
@@ -402,19 +402,34 @@ class ReliefLedger:
 
     # -- reliefs ----------------------------------------------------------------------------
 
-    def open_relief(self, node: str, *, cause: str, by: str) -> Relief:
-        """Start a relief; a Conflict when one is already in progress for the identity."""
+    def open_relief(
+        self, node: str, *, cause: str, by: str, stale_after: timedelta | None = None
+    ) -> Relief:
+        """Start a relief; a Conflict when one is already in progress for the identity.
+
+        A relief still open after ``stale_after`` was abandoned (its controller died mid-way):
+        it is closed as ABANDONED, on record, and the new one proceeds. Nothing it did is
+        undone; every step it took was its own committed transaction.
+        """
         validate_name(node, "node")
 
         def body(tx: Tx, now: int) -> Relief:
             current = self.ledger._lock_node(tx, node)
-            if (
-                tx.one(
-                    "SELECT relief_id FROM relief WHERE node = ? AND finished_at IS NULL", (node,)
+            open_row = tx.one(
+                "SELECT relief_id, started_at FROM relief WHERE node = ? AND finished_at IS NULL",
+                (node,),
+            )
+            if open_row is not None:
+                age = now - int(open_row[1])
+                if stale_after is None or age < stale_after.total_seconds() * 1_000_000:
+                    raise Conflict(f"a relief of {node} is already in progress", node=node)
+                tx.run(
+                    "UPDATE relief SET state = 'ABANDONED', finished_at = ? WHERE relief_id = ?",
+                    (now, open_row[0]),
                 )
-                is not None
-            ):
-                raise Conflict(f"a relief of {node} is already in progress", node=node)
+                self.ledger._event(tx, now, node=node, kind="relief.abandoned",
+                                   generation=current.generation, actor=by,
+                                   relief_id=int(open_row[0]))  # fmt: skip
             row = tx.one(
                 f"INSERT INTO relief (node, from_generation, state, cause, started_at, detail) "
                 f"VALUES (?, ?, 'REQUESTED', ?, ?, '{{}}') RETURNING {_RELIEF_COLS}",

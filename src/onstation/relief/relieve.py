@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import secrets
 import signal
-import subprocess
 import time
 import uuid
 from collections.abc import Callable
@@ -52,6 +51,8 @@ class ReliefOptions:
     capacity_file: str | None = None
     facts_file: str | None = None
     native: bool = False
+    # An open relief older than this was abandoned by a crashed controller and is taken over.
+    stale_after: timedelta = timedelta(hours=1)
     launch_args: tuple[str, ...] = ()
     progress: Progress = field(default=lambda _text: None)
     # Called while a wait goes on: (what, seconds waited, seconds allowed).
@@ -113,7 +114,8 @@ class Relief:
 
         node = self.ledger.get_node(self.node)
         workspace = workspace_of(self.records, self.node, self.opts.workspace)
-        record = self.relief.open_relief(self.node, cause=self.opts.cause, by=self.opts.by)
+        record = self.relief.open_relief(self.node, cause=self.opts.cause, by=self.opts.by,
+                                         stale_after=self.opts.stale_after)  # fmt: skip
         rid = record.relief_id
         predecessor = node.generation
         try:
@@ -608,8 +610,9 @@ class Relief:
                                  observed_at=_iso(self.ledger._clock()))  # fmt: skip
         if seen is not None:
             witnesses.signal_if_match(seen, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            body.process.wait(timeout=5)
+        deadline = self.opts.monotonic() + 5.0
+        while body.process.poll() is None and self.opts.monotonic() < deadline:
+            self.opts.sleep(self.opts.poll)
 
     def _shut_down_predecessor(self, predecessor: int) -> str:
         """Ask, wait for approval or time out, then terminate only by a matching witness."""

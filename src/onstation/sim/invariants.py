@@ -30,6 +30,7 @@ NAMES = (
     "denials-recorded",  # every denial raised is on record
     "halt-honoured",  # no admission and no new effect while a halt is in force
     "supervisors-exclusive",  # a second supervisor of the same relief gets Conflict
+    "relief-completes",  # a relief ends in an outcome, never aborted by the ledger
 )
 
 _REENTRY = ("effect.intended", "effect.reintended", "effect.dispatched")
@@ -155,6 +156,7 @@ class Invariants:
         for node in ledger.list_nodes():
             expected = self.breaker.get(node.node, False)
             if node.breaker_open != expected:
-                self.fail("breaker-persists",
-                          f"{node.node} breaker is {'open' if node.breaker_open else 'closed'} "
-                          f"{why}; the operator left it {'open' if expected else 'closed'}")  # fmt: skip
+                now = "open" if node.breaker_open else "closed"
+                left = "open" if expected else "closed"
+                text = f"{node.node} breaker is {now} {why}; the operator left it {left}"
+                self.fail("breaker-persists", text)

@@ -18,7 +18,7 @@ from random import Random
 from typing import Any
 
 from onstation.core.errors import BlockedByPolicy, Conflict, OnstationError, StaleGeneration
-from onstation.harness.launch import LaunchedBody, LaunchSpec
+from onstation.harness.launch import LaunchedBody, Launcher, LaunchSpec
 from onstation.ledger import Ledger
 
 START = datetime(2026, 1, 1, 0, 0, tzinfo=UTC)
@@ -326,7 +326,11 @@ class World:
                                           echo=dict(body.challenge or {}),
                                           witness={"pid": body.process.pid}))  # fmt: skip
         if ok and not body.heartbeat_lost:
-            self.schedule(self.rng.uniform(1, 10), lambda: self._heartbeat(body))
+            self.schedule(self.rng.uniform(1, 10), lambda: self._beat(body))
+
+    def _beat(self, body: SimBody) -> None:
+        if body.process.alive and body.process.paused_until is None:
+            self._heartbeat(body)
 
     def _heartbeat(self, body: SimBody) -> bool:
         if body.heartbeat_lost:
@@ -468,7 +472,7 @@ class World:
         self._call(body, f"commit effect {k}", lambda: ledger.commit_effect(eid, generation=gen))
 
 
-class SimLauncher:
+class SimLauncher(Launcher):
     """The launcher the relief is given: starts simulated bodies, sometimes fails to."""
 
     harness = "claude-code"
