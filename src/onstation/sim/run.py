@@ -430,8 +430,10 @@ class _Run:
         w = self.world
         w.schedule(3600, self._restart_roll, "supervisor")
         if w.rng.random() < w.rates.restart:
+            # A restarted controller knows only what the ledger knows: its memory is gone.
             self.ledger.close()
             self.ledger = self._open()
+            self.next_try = dict.fromkeys(self.next_try, w.clock.mono)
             w.hit("controller_restart")
             w.log("controller restarted")
             self.checks.check_breakers(self.ledger, "after a controller restart")
