@@ -36,6 +36,7 @@ REQUIRED_COVERAGE = (
     "effect_ambiguous",
     "birth_failed",
     "halt_honoured",
+    "abandoned_relief_taken_over",
 )
 
 #: The deliberate bugs ``plant=`` applies (by monkeypatching, for one run only).
@@ -58,6 +59,10 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "sim", "GIT_AUTHOR_EMAIL": "sim@onstation",
 
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+class _ControllerCrash(BaseException):
+    """The simulated controller process dies: nothing after this runs in it."""
 
 
 class _Stop(Exception):
@@ -215,6 +220,7 @@ class _Run:
         self.nodes = [f"agent-{i}" for i in range(1, agents + 1)]
         self.checks = Invariants(self.policy)
         self.next_try: dict[str, float] = {}
+        self.abandoned: set[str] = set()  # identities with a relief left open by a crash
         w = self.world
         self.ledger = self._open()
         w.body_ledger = self._open()
@@ -303,11 +309,20 @@ class _Run:
 
         w = self.world
         raced = {"done": w.rng.random() >= w.rates.race}
+        # The controller may die in the middle of this relief (at its k-th wait): its
+        # connection goes with it, so the relief cannot even record that it stopped.
+        crash = {"at": w.rng.randint(1, 6) if w.rng.random() < w.rates.crash_controller else 0,
+                 "waits": 0, "done": False}  # fmt: skip
 
         def sleep(seconds: float) -> None:
             if not raced["done"]:
                 raced["done"] = True
                 self._race(node)
+            crash["waits"] += 1
+            if crash["at"] and crash["waits"] == crash["at"]:
+                crash["done"] = True
+                self.ledger.close()
+                raise _ControllerCrash
             w.sleep(seconds)
 
         options = ReliefOptions(
@@ -318,15 +333,33 @@ class _Run:
         w.depth += 1
         try:
             outcome = Relief(self.ledger, node, options).run()
-        except OnstationError as exc:
-            # In a single-threaded world nobody races the supervisor (the rival is refused
-            # before it writes), so a relief that cannot finish is a broken system.
-            why = f"{type(exc).__name__}: {exc.message}"
-            self.checks.fail("relief-completes", f"relief of {node} aborted: {why}")
+        except BaseException as exc:
+            if not crash["done"]:
+                if isinstance(exc, Conflict) and node in self.abandoned:
+                    # The relief the crashed controller left open blocks this identity until
+                    # it is stale; then the next relief takes it over (relief.abandoned).
+                    w.log(f"{node} relief waits: one left open by a crashed controller")
+                    return
+                if isinstance(exc, OnstationError):
+                    # In a single-threaded world nobody races the supervisor (the rival is
+                    # refused before it writes), so a relief that cannot finish is broken.
+                    why = f"{type(exc).__name__}: {exc.message}"
+                    self.checks.fail("relief-completes", f"relief of {node} aborted: {why}")
+                    self._step()
+                    return
+                raise
+            self.ledger = self._open()
+            self.next_try = dict.fromkeys(self.next_try, w.clock.mono)
+            self.abandoned.add(node)
+            w.hit("controller_crashed_mid_relief")
+            w.log(f"controller crashed in the middle of the relief of {node}")
             self._step()
             return
         finally:
             w.depth -= 1
+        if node in self.abandoned:
+            self.abandoned.discard(node)
+            w.hit("abandoned_relief_taken_over")
         w.log(f"{node} relief ({cause}) {outcome.state} {outcome.verdict} "
               f"g{outcome.from_generation}->g{outcome.to_generation}")  # fmt: skip
         self._after(node, outcome.state, outcome.verdict)

@@ -71,6 +71,7 @@ class FaultRates:
     halt: float  # per hour: an operator halt
     breaker: float  # per blocked relief: the operator opens the breaker
     effect: float  # per body tick: the body performs one non-idempotent effect
+    crash_controller: float = 0.0  # per relief: the controller dies in the middle of it
 
     @classmethod
     def draw(cls, rng: Random) -> FaultRates:
@@ -87,6 +88,7 @@ class FaultRates:
             hang=rate(0.04), heartbeat_loss=rate(0.3), clock_jump=rate(0.3),
             never_started=rate(0.3), exit_before_challenge=rate(0.3), race=rate(0.5),
             restart=rate(0.3), halt=rate(0.08), breaker=rate(0.8), effect=rng.uniform(0.2, 0.9),
+            crash_controller=rate(0.15),
         )  # fmt: skip
 
     @classmethod
