@@ -60,8 +60,9 @@ TEAM = [
     # 60 % at start: Red (the coordinator's 70 %) at step 2 of 5.
     Member("coord-auth", "coordinator", "coord", 5, 120_000, 10_000, "coordinator", False,
            coordinator="auth:bosun"),
-    # Red (33 %) at step 6 of 9.
-    Member("exec-login", "executor", "login", 9, 20_000, 8_500, "relief", True),
+    # Red (33 %) at step 6 of 14, Critical (38 %) only at step 9: the lead has time to ask
+    # for a brief while it is at Red, even on a busy machine.
+    Member("exec-login", "executor", "login", 14, 50_000, 3_000, "relief", True),
     # Stays Green.
     Member("exec-cookie", "executor", "cookie", 5, 15_000, 5_000, "relief", True),
 ]  # fmt: skip
