@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 from onstation.core.errors import BlockedByPolicy, Conflict, StaleGeneration
@@ -416,8 +415,3 @@ def _result_summary(response: Any) -> dict[str, Any]:
         if isinstance(value, str) and value:
             summary[key] = value[-400:]
     return summary or {"response": "present"}
-
-
-def lease_ttl() -> timedelta:
-    """The lease lifetime given to harness sessions."""
-    return SESSION_LEASE_TTL

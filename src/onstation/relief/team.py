@@ -86,9 +86,6 @@ def supervise(
     stop: Callable[[], bool] | None = None,
 ) -> list[str]:
     """Watch and relieve until halted (or once / for ``max_seconds``); returns what it did."""
-    from onstation.harness.launch import launcher_for
-    from onstation.relief.relieve import Relief, ReliefOptions
-
     actions: list[str] = []
     waits = (brief_wait, challenge_wait, shutdown_wait)
     handled: set[tuple[str, int]] = set()
@@ -108,8 +105,7 @@ def supervise(
                 say(actions[-1])
                 args = (launch_args_for or {}).get(message.sender, launch_args)
                 _relieve(ledger, message.sender, "coordinator self-respawn", False, harness, db,
-                         say, actions, waits, args, Relief,
-                         ReliefOptions, launcher_for, on_outcome)  # fmt: skip
+                         say, actions, waits, args, on_outcome)  # fmt: skip
         for node in watched:
             due = _due(ledger, node, handled)
             if due is None:
@@ -117,8 +113,7 @@ def supervise(
             cause, emergency = due
             handled.add((node, ledger.get_node(node).generation))
             args = (launch_args_for or {}).get(node, launch_args)
-            _relieve(ledger, node, cause, emergency, harness, db, say, actions, waits,
-                     args, Relief, ReliefOptions, launcher_for,
+            _relieve(ledger, node, cause, emergency, harness, db, say, actions, waits, args,
                      on_outcome)  # fmt: skip
         if once or (max_seconds is not None and time.monotonic() - started >= max_seconds):
             break
@@ -130,17 +125,19 @@ def supervise(
 
 def _relieve(ledger: Ledger, node: str, cause: str, emergency: bool, harness: str,
              db: str | None, say: Callable[[str], None], actions: list[str],
-             waits: tuple[float, float, float], launch_args: tuple[str, ...], relief_cls: Any,
-             options_cls: Any, launcher_for: Any,
+             waits: tuple[float, float, float], launch_args: tuple[str, ...],
              on_outcome: Callable[[Any], None] | None = None) -> None:  # fmt: skip
+    from onstation.harness.launch import launcher_for
+    from onstation.relief.relieve import Relief, ReliefOptions
+
     brief_wait, challenge_wait, shutdown_wait = waits
-    options = options_cls(
+    options = ReliefOptions(
         launcher=launcher_for(harness), by="team-lead", cause=cause, emergency=emergency,
         brief_wait=brief_wait, challenge_wait=challenge_wait, shutdown_wait=shutdown_wait,
         db=db, launch_args=launch_args, progress=lambda t: say(f"  {node}: {t}"),
     )  # fmt: skip
     try:
-        outcome = relief_cls(ledger, node, options).run()
+        outcome = Relief(ledger, node, options).run()
     except (Conflict, BlockedByPolicy) as exc:
         actions.append(f"{node}: relief not started: {exc.message}")
     except OnstationError as exc:
