@@ -39,7 +39,11 @@ NOT_HANDLED = object()
 
 
 def _sqlite_path(url: str | None) -> str | None:
-    """The SQLite file a ledger URL names, or None for PostgreSQL (full path)."""
+    """The SQLite file a ledger URL names, or None for PostgreSQL (full path).
+
+    Mirrors ``onstation.ledger.backends.parse_url``: importing anything under
+    ``onstation.ledger`` loads the whole ledger, which this path exists to avoid.
+    """
     if url is None:
         base = os.environ.get("XDG_STATE_HOME") or os.path.join(
             os.path.expanduser("~"), ".local", "state"
@@ -58,6 +62,7 @@ def _sqlite_path(url: str | None) -> str | None:
 
 
 def _workspace_node(conn: sqlite3.Connection, cwd: str) -> str | None:
+    """``HarnessLedger.node_for_workspace`` in plain sqlite3 (see :func:`_sqlite_path`)."""
     real = os.path.realpath(cwd)
     candidates = [real]
     parent = os.path.dirname(real)

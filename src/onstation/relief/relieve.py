@@ -19,7 +19,7 @@ import secrets
 import signal
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -179,11 +179,7 @@ class Relief:
                 if session.state == "ADMITTED":
                     self.records.set_session_flag(session.session_id, "relief_requested_at")
             self.say(f"requested a turnover brief (waiting up to {self.opts.brief_wait:.0f} s)")
-            began = self.opts.monotonic()
-            deadline = began + self.opts.brief_wait
-            while self.opts.monotonic() < deadline:
-                self.opts.waiting("the turnover brief", self.opts.monotonic() - began,
-                                  self.opts.brief_wait)  # fmt: skip
+            for _ in self._wait("the turnover brief", self.opts.brief_wait):
                 fresh = self.records.latest_document(self.node, "brief")
                 if fresh is not None and fresh.at >= requested and fresh != before:
                     latest = fresh
@@ -192,7 +188,6 @@ class Relief:
                                               detail={"brief": latest.path})  # fmt: skip
                     self.say(f"brief received: {latest.path}")
                     return
-                self.opts.sleep(self.opts.poll)
         path, _content = write_brief(
             self.ledger, self.node,
             Supplied({"reason": "emergency brief built from evidence alone"}),
@@ -556,11 +551,7 @@ class Relief:
                                          observed_at=_iso(self.ledger._clock()))  # fmt: skip
             if launched is not None:
                 self.relief.set_launch_witness(self.node, generation, launched.to_json())
-        began = self.opts.monotonic()
-        deadline = began + self.opts.challenge_wait
-        while self.opts.monotonic() < deadline:
-            self.opts.waiting("the successor's challenge echo", self.opts.monotonic() - began,
-                              self.opts.challenge_wait)  # fmt: skip
+        for _ in self._wait("the successor's challenge echo", self.opts.challenge_wait):
             birth = self.relief.birth(self.node, generation)
             assert birth is not None
             if body is None and birth.launch_witness is not None and launched is None:
@@ -588,7 +579,6 @@ class Relief:
                 self.relief.decide_birth(self.node, generation=generation, running=False,
                                          reason=reason, by=self.opts.by)  # fmt: skip
                 return False, reason
-            self.opts.sleep(self.opts.poll)
         birth = self.relief.birth(self.node, generation)
         state = "unknown" if launched is None else witnesses.check(launched).state
         if body is None and launched is None:
@@ -601,6 +591,14 @@ class Relief:
         self.relief.decide_birth(self.node, generation=generation, running=False, reason=reason,
                                  by=self.opts.by)  # fmt: skip
         return False, reason
+
+    def _wait(self, what: str, total: float) -> Iterator[None]:
+        """Yield once per poll until ``total`` seconds have passed, showing the wait."""
+        began = self.opts.monotonic()
+        while (elapsed := self.opts.monotonic() - began) < total:
+            self.opts.waiting(what, elapsed, total)
+            yield
+            self.opts.sleep(self.opts.poll)
 
     def _stop_process(self, body: LaunchedBody) -> None:
         witnesses = self.witnesses
@@ -627,18 +625,13 @@ class Relief:
             sender=self.opts.by, recipient=self.node, kind="shutdown_request",
             body=f"You have been relieved (generation {predecessor} is fenced). Stop now.",
         )  # fmt: skip
-        began = self.opts.monotonic()
-        deadline = began + self.opts.shutdown_wait
         approved = False
-        while self.opts.monotonic() < deadline:
-            self.opts.waiting("the predecessor's shutdown approval",
-                              self.opts.monotonic() - began, self.opts.shutdown_wait)  # fmt: skip
+        for _ in self._wait("the predecessor's shutdown approval", self.opts.shutdown_wait):
             replies = [m for m in self.records.messages(self.opts.by)
                        if m.reply_to == request.message_id]  # fmt: skip
             if replies:
                 approved = True
                 break
-            self.opts.sleep(self.opts.poll)
         if birth is None or birth.launch_witness is None:
             return ("shutdown approved" if approved else "shutdown not acknowledged") + (
                 "; no process witness for the predecessor, no signal sent"
