@@ -58,6 +58,9 @@ def populated(ledger_url: str) -> tuple[str, str]:
     return url, effect_id
 
 
+INTEND_PUSH = ["effect", "intend", "x", "--generation", "1", "--op", "git.push", "--dest", "origin",
+               "--args", '{"commit": "abc"}']  # fmt: skip
+
 BAD_INPUTS: list[list[str]] = [
     ["node", "register", "../x"],
     ["node", "register", ""],
@@ -105,6 +108,8 @@ BAD_INPUTS: list[list[str]] = [
     ["effect", "intend", "x", "--generation", "1", "--op", "p", "--dest", "o", "--args", "1" * 30],
     ["effect", "intend", "x", "--generation", "1", "--op", "two words", "--dest", "o"],
     ["effect", "intend", "x", "--generation", "1", "--op", "p", "--dest", "  "],
+    [*INTEND_PUSH, "--repeat-reason", "re-deploy"],
+    [*INTEND_PUSH, "--slot", "slot-2", "--repeat-reason", ""],
     ["effect", "dispatch", "bad/id", "--generation", "1"],
     ["effect", "dispatch", "eff-000000000000000000000000", "--generation", "1"],
     ["effect", "observe", "EFFECT", "--generation", "1", "--result", "{bad"],
@@ -189,6 +194,40 @@ def test_exit_codes_for_denied_blocked_and_conflict(populated: tuple[str, str]) 
     code, out, _ = run(url, "effect", "resolve", effect_id, "--as", "observed", "--by", "ops",
                        "--why", "seen on the remote", "--json")  # fmt: skip
     assert code == 0 and json.loads(out)["state"] == "COMMITTED"
+
+
+def test_a_new_slot_is_not_a_new_effect_unless_the_repeat_is_declared(
+    populated: tuple[str, str],
+) -> None:
+    """Issue 9: `effect intend --slot slot-99` of a dispatched push recorded it a second time."""
+    url, effect_id = populated
+    push = [*INTEND_PUSH, "--slot", "slot-99"]
+    before = dump(url)
+    code, _, err = run(url, *push)
+    assert code == 5 and effect_id in err and "--repeat-reason" in err
+    assert dump(url) == before and len(before["effect"]) == 1
+
+    code, out, _ = run(url, *push, "--repeat-reason", "re-deploy after rollback", "--json")
+    repeat = json.loads(out)
+    assert code == 0 and repeat["created"] and repeat["effect_id"] != effect_id
+    assert (repeat["approval_slot"], repeat["repeat_of"], repeat["repeat_reason"]) == (
+        "slot-99", effect_id, "re-deploy after rollback",
+    )  # fmt: skip
+    code, out, _ = run(url, *push, "--repeat-reason", "typed again", "--json")
+    assert code == 0 and json.loads(out)["effect_id"] == repeat["effect_id"]
+    assert not json.loads(out)["created"]
+
+    code, out, _ = run(url, "effect", "show", repeat["effect_id"], "--json")
+    assert code == 0 and json.loads(out)["repeat_of"] == effect_id
+    code, out, _ = run(url, "effect", "list", "x", "--json")
+    listed = {e["effect_id"]: e for e in json.loads(out)["effects"]}
+    assert set(listed) == {effect_id, repeat["effect_id"]}
+    assert listed[effect_id]["repeat_of"] is None
+    assert listed[repeat["effect_id"]]["repeat_reason"] == "re-deploy after rollback"
+    code, out, _ = run(url, "effect", "show", repeat["effect_id"])
+    assert code == 0 and "re-deploy after rollback" in out
+    code, out, _ = run(url, "effect", "list", "x")
+    assert f"[repeat of {effect_id}: re-deploy after rollback]" in out
 
 
 def test_json_output_uses_the_vocabulary(populated: tuple[str, str]) -> None:

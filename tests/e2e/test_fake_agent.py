@@ -17,6 +17,11 @@ import pytest
 from click.testing import CliRunner
 
 from onstation.core.effects import EffectState
+from onstation.harness.fake_agent import (
+    EXIT_BLOCKED,
+    local_bare_repository,
+    mark_scratch_workspace,
+)
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import HarnessLedger
 
@@ -48,6 +53,7 @@ def world(tmp_path: Path, request: pytest.FixtureRequest) -> dict[str, Any]:
     sh(project, "git", "commit", "-q", "-m", "init")
     sh(project, "git", "remote", "add", "origin", str(origin))
     sh(project, "git", "push", "-q", "-u", "origin", "main")
+    mark_scratch_workspace(project)  # this test made it: the fake agent may work in it
     db = str(tmp_path / "ledger.db")
     env = {**os.environ, **GIT_ENV, "ONSTATION_DB": db, "XDG_STATE_HOME": str(tmp_path / "state")}
     for key in ("ONSTATION_NODE", "ONSTATION_GENERATION", "ONSTATION_CHALLENGE"):
@@ -155,7 +161,8 @@ def test_a_run_commits_every_step_and_journals_every_push_once(world: dict[str, 
     assert events[0]["event"] == "start" and events[0]["hooks"] == "settings"
     assert events[-1]["event"] == "exit" and events[-1]["reason"] == "done"
     hooks = [e["hook"] for e in events if e["event"] == "hook"]
-    assert hooks[0] == "SessionStart" and hooks[1] == "UserPromptSubmit" and hooks[-1] == "Stop"
+    assert hooks[0] == "SessionStart" and hooks[1] == "UserPromptSubmit"
+    assert hooks[-2:] == ["Stop", "SessionEnd"]  # a clean end releases the body's lease
     assert hooks.count("PreToolUse") == hooks.count("PostToolUse") == 8 * 2 + 2
 
 
@@ -423,6 +430,9 @@ def test_a_body_killed_mid_push_is_quarantined_and_its_push_never_repeated(
     AMBIGUOUS; once an operator has observed it, the successor finishes the work and the push
     is on record exactly once."""
     env = {**world["env"], "ONSTATION_KEYS_DIR": str(world["tmp"] / "keys")}
+    # A relief needs an objective for its successor (without one it stops before the fence).
+    subprocess.run([ONSTATION, "episode", "open", "exec-1", "--objective", "fake work"],
+                   env=env, check=True, capture_output=True)  # fmt: skip
     steps = "6"
     crashed = subprocess.run(
         agent_argv(world, "--steps", steps, "--push-every", "2", "--crash-after-dispatch", "2"),
@@ -509,5 +519,188 @@ def test_native_resume_only_with_proof(world: dict[str, Any]) -> None:
     with Ledger.open(world["db"]) as ledger:
         kinds = [e for e in ledger.history("exec-1") if e.kind == "session.native_resumed"]
         assert [(e.detail["session_id"], e.generation) for e in kinds] == [(session.session_id, 3)]
-        assert ledger.live_lease("exec-1").holder == f"claude-code session {session.session_id}"  # type: ignore[union-attr]
+        # Generation 3's lease went to the resumed session (released when it ended cleanly).
+        third = next(ls for ls in ledger.leases("exec-1") if ls.generation == 3)
+        assert third.holder == f"claude-code session {session.session_id}"
     assert transcript.stat().st_size > size  # the same provider session went on
+
+
+# ------------------------------------------------------------------------------------------
+# A stand-in never touches a user's work: only scratch repositories, only local bare remotes.
+
+
+def user_repository(tmp_path: Path, name: str = "user") -> dict[str, Any]:
+    """A checkout as a user has one: a clone of a bare origin, onstation installed, no marker."""
+    origin = tmp_path / f"{name}-origin.git"
+    checkout = tmp_path / name
+    sh(tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(origin))
+    sh(tmp_path, "git", "clone", "-q", str(origin), str(checkout))
+    sh(checkout, "git", "checkout", "-q", "-b", "main")
+    (checkout / "app.py").write_text("print('the user's own work')\n")
+    sh(checkout, "git", "add", "app.py")
+    sh(checkout, "git", "commit", "-q", "-m", "the user's commit")
+    sh(checkout, "git", "push", "-q", "-u", "origin", "main")
+    (checkout / "notes.txt").write_text("uncommitted, untracked: the user's too\n")
+    db = str(tmp_path / f"{name}-ledger.db")
+    env = {**os.environ, **GIT_ENV, "ONSTATION_DB": db, "XDG_STATE_HOME": str(tmp_path / "state")}
+    for key in ("ONSTATION_NODE", "ONSTATION_GENERATION", "ONSTATION_CHALLENGE"):
+        env.pop(key, None)
+    done = subprocess.run(
+        [ONSTATION, "install", "claude-code", "--project", str(checkout), "--node", "exec-1"],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return {"checkout": checkout, "origin": origin, "env": env, "db": db, "tmp": tmp_path}
+
+
+def snapshot(repo: Path) -> dict[str, Any]:
+    """Every ref, the status, and every file of the repository (its git directory included)."""
+    state: dict[str, Any] = {
+        "refs": sh(repo, "git", "for-each-ref", "--format=%(refname) %(objectname)"),
+        "log": sh(repo, "git", "log", "--all", "--format=%H %s"),
+        "status": sh(repo, "git", "status", "--porcelain", "--ignored", "--untracked-files=all"),
+    }
+    # Taken after git status, which may refresh the index: the agent's reads must not.
+    state["files"] = sorted(
+        (str(path.relative_to(repo)), path.read_bytes())
+        for path in repo.rglob("*") if path.is_file() and not path.is_symlink()
+    )  # fmt: skip
+    return state
+
+
+def run_in(repo: dict[str, Any], *extra: str, session: str = "sess-u") -> Any:
+    argv = [*AGENT, "--workspace", str(repo["checkout"]), "--node", "exec-1", "--session-id",
+            session, "--log", str(repo["tmp"] / f"{session}.log"), "--steps", "3",
+            "--push-every", "1", *extra]  # fmt: skip
+    return subprocess.run(argv, capture_output=True, text=True, env=repo["env"], timeout=WAIT,
+                          check=False)  # fmt: skip
+
+
+def events_of(repo: dict[str, Any], session: str = "sess-u") -> list[dict[str, Any]]:
+    path = repo["tmp"] / f"{session}.log"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def assert_nothing_happened(repo: dict[str, Any], before: dict[str, Any], origin_before: str,
+                            session: str = "sess-u") -> None:  # fmt: skip
+    assert snapshot(repo["checkout"]) == before
+    assert sh(repo["origin"], "git", "log", "--all", "--format=%H %s") == origin_before
+    assert not (repo["tmp"] / f"{session}.jsonl").exists()  # no transcript either
+    with Ledger.open(repo["db"]) as ledger:  # no session, no lease, no effect
+        assert ledger.live_lease("exec-1") is None and ledger.effects("exec-1") == []
+        assert HarnessLedger(ledger).sessions("exec-1") == []
+    events = events_of(repo, session)
+    assert [e["event"] for e in events] == ["exit"] and events[0]["code"] == EXIT_BLOCKED
+
+
+def test_a_users_repository_is_refused_and_left_exactly_as_it_was(tmp_path: Path) -> None:
+    repo = user_repository(tmp_path)
+    checkout = repo["checkout"]
+    before = snapshot(checkout)
+    origin_before = sh(repo["origin"], "git", "log", "--all", "--format=%H %s")
+    done = run_in(repo)
+    assert done.returncode == EXIT_BLOCKED == 4, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("onstation fake-agent: blocked: ")
+    assert str(checkout.resolve()) in line and "--scratch-workspace" in line
+    assert_nothing_happened(repo, before, origin_before)
+    assert commit_subjects(checkout, "main") == ["the user's commit"]
+    assert commit_subjects(repo["origin"], "main") == ["the user's commit"]
+
+
+def test_a_marker_copied_with_the_git_directory_does_not_make_a_scratch_repository(
+    tmp_path: Path,
+) -> None:
+    repo = user_repository(tmp_path)
+    elsewhere = user_repository(tmp_path, "elsewhere")
+    marker = mark_scratch_workspace(elsewhere["checkout"])
+    (repo["checkout"] / ".git" / marker.name).write_bytes(marker.read_bytes())
+    before = snapshot(repo["checkout"])
+    origin_before = sh(repo["origin"], "git", "log", "--all", "--format=%H %s")
+    done = run_in(repo)
+    assert done.returncode == EXIT_BLOCKED, done.stderr
+    assert_nothing_happened(repo, before, origin_before)
+
+
+@pytest.mark.parametrize(
+    ("key", "url"),
+    [
+        ("url", "https://example.invalid/x.git"),
+        ("url", "ssh://git@example.invalid/x.git"),
+        ("url", "git@example.invalid:x.git"),
+        ("pushurl", "example.invalid:x.git"),
+    ],
+)
+def test_even_a_scratch_repository_never_pushes_off_this_machine(
+    tmp_path: Path, key: str, url: str
+) -> None:
+    repo = user_repository(tmp_path)
+    checkout = repo["checkout"]
+    sh(checkout, "git", "config", f"remote.origin.{key}", url)  # pushurl: url stays local
+    before = snapshot(checkout)
+    origin_before = sh(repo["origin"], "git", "log", "--all", "--format=%H %s")
+    done = run_in(repo, "--scratch-workspace")
+    assert done.returncode == EXIT_BLOCKED, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert url in line and "bare repository on this machine" in line, line
+    # Refused before the first write: no commit, no push attempted (none journaled).
+    assert_nothing_happened(repo, before, origin_before)
+    assert url in events_of(repo)[0]["reason"]
+
+
+def test_a_remote_changed_mid_run_is_refused_before_the_push(world: dict[str, Any]) -> None:
+    project, origin = world["project"], world["origin"]
+    origin_before = sh(origin, "git", "log", "--all", "--format=%H %s")
+    proc = subprocess.Popen(
+        agent_argv(world, "--steps", "3", "--push-every", "3", "--step-seconds", "1"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=world["env"],
+    )  # fmt: skip
+    try:
+        wait_for_event(world, proc, "step")
+        sh(project, "git", "remote", "set-url", "origin", "https://example.invalid/x.git")
+        _out, err = proc.communicate(timeout=WAIT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == EXIT_BLOCKED, err
+    assert "https://example.invalid/x.git" in err
+    assert sh(origin, "git", "log", "--all", "--format=%H %s") == origin_before
+    with Ledger.open(world["db"]) as ledger:
+        assert ledger.effects("exec-1") == []  # the push never reached PreToolUse
+    assert not [e for e in log_events(world) if e["event"] == "tool" and "push" in str(e)]
+
+
+@pytest.mark.parametrize("form", ["path", "file-url"])
+def test_the_scratch_flag_lets_it_work_and_push_to_a_local_bare_origin(
+    tmp_path: Path, form: str
+) -> None:
+    repo = user_repository(tmp_path, "throwaway")
+    checkout, origin = repo["checkout"], repo["origin"]
+    if form == "file-url":
+        sh(checkout, "git", "remote", "set-url", "origin", origin.resolve().as_uri())
+    done = run_in(repo, "--scratch-workspace")
+    assert done.returncode == 0, done.stderr
+    expected = [f"fake work: step {n} of 3" for n in (3, 2, 1)] + ["the user's commit"]
+    assert commit_subjects(checkout) == expected
+    assert commit_subjects(origin, "main") == expected
+    assert events_of(repo)[-1] | {"code": 0} == events_of(repo)[-1]
+
+
+def test_only_a_bare_repository_on_this_machine_is_a_push_target(tmp_path: Path) -> None:
+    bare, checkout = tmp_path / "bare.git", tmp_path / "checkout"
+    sh(tmp_path, "git", "init", "-q", "--bare", str(bare))
+    sh(tmp_path, "git", "init", "-q", str(checkout))
+    assert local_bare_repository(str(bare), tmp_path) is None
+    assert local_bare_repository("bare.git", tmp_path) is None  # relative to the workspace
+    assert local_bare_repository(bare.as_uri(), tmp_path) is None
+    refused = [
+        "https://example.invalid/x.git", "http://127.0.0.1/x.git", "ssh://localhost/x.git",
+        "git://example.invalid/x.git", "git@example.invalid:x.git", "localhost:" + str(bare),
+        "ext::ssh example.invalid x", "file://example.invalid" + str(bare),
+        str(checkout), str(checkout / ".git"), checkout.as_uri(), str(tmp_path / "missing.git"),
+        "",
+    ]  # fmt: skip
+    for url in refused:
+        assert local_bare_repository(url, tmp_path) is not None, url

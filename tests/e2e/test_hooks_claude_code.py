@@ -131,7 +131,8 @@ def test_green_to_critical_messages_stop_block_and_brief(world: dict[str, Any]) 
     claude.assistant_turn(68_000)  # 34 %: Red
     red = claude.context("UserPromptSubmit", prompt="continue")
     assert "Hull integrity Red. Prepare turnover brief." in red
-    assert "onstation brief write exec-1" in red
+    # The instruction names the body's generation: its brief is a write of that generation.
+    assert "onstation brief write exec-1 --generation 1" in red
 
     blocked, _, code = claude.fire("Stop", stop_hook_active=False, last_assistant_message="x")
     assert code == 0 and blocked is not None and blocked["decision"] == "block"
@@ -145,7 +146,8 @@ def test_green_to_critical_messages_stop_block_and_brief(world: dict[str, Any]) 
 
     (world["project"] / "login.py").write_text("def login(): ...\n")
     done = subprocess.run(
-        [ONSTATION, "brief", "write", "exec-1", "--task", "build the login page",
+        [ONSTATION, "brief", "write", "exec-1", "--generation", "1", "--task",
+         "build the login page",
          "--status", "in_progress", "--completed", "login.py — form handler stub",
          "--remaining", "wire the session cookie", "--decision", "bcrypt: the team standard",
          "--json"],

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from onstation.ledger import Ledger
+from onstation.ledger.bodies import INTERACTIVE_HOLDER, HarnessLedger
 from onstation.ledger.relief_records import ReliefLedger
 
 ONSTATION = str(Path(sys.executable).with_name("onstation"))
@@ -111,14 +112,39 @@ def test_a_failed_birth_is_fenced_and_never_retried(
             assert "birth.echo_mismatch" in kinds
 
 
-def test_body_never_started(team: dict[str, Any]) -> None:
+def test_body_never_started(team: dict[str, Any], tmp_path: Path) -> None:
+    # An executable whose interpreter is missing: found on the path, but it cannot start.
+    agent = tmp_path / "agent"
+    agent.write_text("#!/nonexistent/interpreter\n")
+    agent.chmod(0o755)
     done = run(
         team["env"], "relieve", "exec-1", "--harness", "command", "--execution-class", "fake",
-        "--command", "/nonexistent/agent", "--brief-wait", "0", "--json",
+        "--command", str(agent), "--brief-wait", "0", "--json",
     )  # fmt: skip
     outcome = json.loads(done.stdout)
     assert outcome["state"] == "BIRTH_FAILED"
     assert "body never started" in outcome["reasons"][-1]
+
+
+def test_a_harness_that_is_not_installed_is_refused_before_the_fence(
+    team: dict[str, Any],
+) -> None:
+    """Regression: a relief that could not launch anything used to fence the working body
+    first and leave it fenced for good."""
+    done = run(
+        team["env"], "relieve", "exec-1", "--harness", "command", "--execution-class", "fake",
+        "--command", "/nonexistent/agent", "--brief-wait", "0", "--json",
+    )  # fmt: skip
+    assert done.returncode == 4
+    outcome = json.loads(done.stdout)
+    assert (outcome["verdict"], outcome["state"], outcome["fenced"]) == (
+        "BLOCKED", "NOT_STARTED", False)  # fmt: skip
+    assert any("NO_HARNESS" in r and "/nonexistent/agent" in r for r in outcome["reasons"])
+    assert outcome["fix"]
+    with Ledger.open(team["db"]) as ledger:
+        assert ledger.get_node("exec-1").generation == 1
+        live = ledger.live_lease("exec-1")
+        assert live is not None and live.generation == 1
 
 
 def test_ambiguous_effect_quarantines_without_launch(team: dict[str, Any]) -> None:
@@ -134,6 +160,10 @@ def test_ambiguous_effect_quarantines_without_launch(team: dict[str, Any]) -> No
     with Ledger.open(team["db"]) as ledger:
         assert ledger.live_lease("exec-1") is None
         assert [e.state.value for e in ledger.effects("exec-1")] == ["AMBIGUOUS"]
+        # The operator is told why nothing was launched (regression: nobody was).
+        told = HarnessLedger(ledger).messages("operator")
+        assert [m.kind for m in told] == ["relief_not_launched"]
+        assert "QUARANTINED" in told[0].body and "AMBIGUOUS_EFFECT" in told[0].body
 
 
 def test_real_provider_without_capacity_evidence_hibernates(team: dict[str, Any]) -> None:
@@ -142,7 +172,11 @@ def test_real_provider_without_capacity_evidence_hibernates(team: dict[str, Any]
         f"{sys.executable} {STUB} ok {ONSTATION}", "--brief-wait", "0", "--json",
     )  # fmt: skip
     outcome = json.loads(done.stdout)
-    assert (outcome["verdict"], outcome["state"]) == ("HIBERNATE", "NOT_LAUNCHED")
+    # Known before the fence: nothing is fenced, the working body stays live.
+    assert (outcome["verdict"], outcome["state"]) == ("HIBERNATE", "NOT_STARTED")
+    assert outcome["fenced"] is False and any("--capacity" in f for f in outcome["fix"])
+    with Ledger.open(team["db"]) as ledger:
+        assert ledger.get_node("exec-1").generation == 1
 
 
 def test_stale_capacity_evidence_hibernates(team: dict[str, Any], tmp_path: Path) -> None:
@@ -221,11 +255,13 @@ def test_an_interactive_session_takes_over_as_the_successor(team: dict[str, Any]
         while time.monotonic() < deadline:
             with Ledger.open(team["db"]) as ledger:
                 lease = ledger.live_lease("exec-1")
-            if lease is not None and lease.generation == 2:
+            # The fence holds generation 2 for the relief; it waits for a session once the
+            # relief hands the lease to "the next interactive session".
+            if lease is not None and lease.generation == 2 and lease.holder == INTERACTIVE_HOLDER:
                 break
             time.sleep(0.2)
         else:
-            raise AssertionError("the relief never admitted generation 2")
+            raise AssertionError("the relief never offered generation 2 to a session")
         session = subprocess.run(
             [sys.executable, str(Path(__file__).with_name("interactive_session.py")), ONSTATION,
              str(team["app"]), "sess-new", "4"],
@@ -328,7 +364,13 @@ def test_a_destination_that_cannot_hold_a_required_capability_blocks(
         {"kind": "tool", "name": "Bash", "required": True, "grants": ["tool:shell"]},
         {"kind": "tool", "name": "WebFetch", "required": True, "grants": ["tool:web-fetch"]},
     ]}))  # fmt: skip
-    done = run(team["env"], "relieve", "exec-1", "--harness", "codex", "--brief-wait", "0",
+    # A `codex` on the path (never run: the verdict blocks before any launch).
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "codex").write_text("#!/bin/sh\nexit 9\n")
+    (bin_dir / "codex").chmod(0o755)
+    env = {**team["env"], "PATH": f"{bin_dir}{os.pathsep}{team['env'].get('PATH', '')}"}
+    done = run(env, "relieve", "exec-1", "--harness", "codex", "--brief-wait", "0",
                "--capacity", str(_fresh_codex_capacity(tmp_path)), "--facts", str(facts),
                "--json")  # fmt: skip
     outcome = json.loads(done.stdout)

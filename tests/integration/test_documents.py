@@ -123,7 +123,8 @@ def test_manifest_refuses_while_an_exchange_is_open(setup: tuple[Ledger, Path]) 
     assert path.parent == repo / "memory" / "agents" / "coords"
     assert path.name.startswith("coord-auth-bosun-respawn-")
     assert content["next_action"] == "spawn exec-3" and "l3_task" in content["missing"]
-    assert "Respawn count: 0/3" in path.read_text()
+    # This respawn counts: the first self-respawn says 1/3, as the procedure does.
+    assert "Respawn count: 1/3" in path.read_text()
     with pytest.raises(BadInput):
         write_manifest(ledger, "exec-1", supplied, l3="../x", pun="bosun")
 

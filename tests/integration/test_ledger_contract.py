@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+import os
+import re
+import sqlite3
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from conftest import FakeClock
-from onstation.core.effects import EffectState
+from onstation.core.canonical import canonical_bytes
+from onstation.core.effects import (
+    EffectState,
+    effect_id_for,
+    fingerprint,
+    normalize_destination,
+)
 from onstation.core.errors import BadInput, BlockedByPolicy, Conflict, StaleGeneration
 from onstation.core.governor import RespawnPolicy
 from onstation.core.leases import LeaseState
-from onstation.ledger import Ledger
+from onstation.core.types import Effect
+from onstation.ledger import Ledger, backends
 
 PUSH = {"operation": "git.push", "destination": "git@example.com:o/r.git"}
 
@@ -207,14 +218,140 @@ def test_fingerprint_is_recomputed_not_taken_from_the_caller(ledger: Ledger) -> 
     assert len(ledger.effects("exec-1")) == 1
 
 
-def test_approval_slot_and_arguments_make_distinct_effects(ledger: Ledger) -> None:
+def test_arguments_make_distinct_effects_a_slot_alone_does_not(ledger: Ledger) -> None:
     gen = _born(ledger)
     a, _ = ledger.intend_effect("exec-1", generation=gen, arguments={"commit": "a"}, **PUSH)
     b, _ = ledger.intend_effect("exec-1", generation=gen, arguments={"commit": "b"}, **PUSH)
-    c, _ = ledger.intend_effect(
+    c, created = ledger.intend_effect(
         "exec-1", generation=gen, arguments={"commit": "a"}, approval_slot="second", **PUSH
     )
-    assert len({a.effect_id, b.effect_id, c.effect_id}) == 3
+    assert a.effect_id != b.effect_id
+    assert not created and c.effect_id == a.effect_id and c.approval_slot is None
+
+
+def test_a_new_slot_does_not_disguise_a_repeated_effect(ledger: Ledger) -> None:
+    """Issue 9: `effect intend ... --slot slot-99` of a pushed commit was a new effect."""
+    gen = _born(ledger)
+    push, _ = ledger.intend_effect("exec-1", generation=gen, arguments={"commit": "abc"}, **PUSH)
+    again, created = ledger.intend_effect(
+        "exec-1", generation=gen, arguments={"commit": "abc"}, approval_slot="slot-7", **PUSH
+    )
+    assert not created and again.effect_id == push.effect_id  # still INTENDED: returned
+    ledger.dispatch_effect(push.effect_id, generation=gen)
+    for slot in ("slot-99", "slot-100", None):
+        with pytest.raises(Conflict, match="already dispatched") as caught:
+            ledger.intend_effect(
+                "exec-1", generation=gen, arguments={"commit": "abc"}, approval_slot=slot,
+                **PUSH,
+            )  # fmt: skip
+        assert caught.value.details["effect_id"] == push.effect_id
+    assert [e.effect_id for e in ledger.effects("exec-1")] == [push.effect_id]
+    # The successor presenting it under a fresh slot is refused just the same.
+    ledger.fence("exec-1", expect_generation=gen)
+    ledger.reconcile("exec-1")
+    successor = ledger.acquire_lease("exec-1").generation
+    with pytest.raises(Conflict, match="AMBIGUOUS"):
+        ledger.intend_effect(
+            "exec-1", generation=successor, arguments={"commit": "abc"},
+            approval_slot="slot-99", **PUSH,
+        )  # fmt: skip
+    assert len(ledger.effects("exec-1")) == 1
+
+
+def test_a_declared_repeat_is_recorded_with_its_reason(ledger: Ledger) -> None:
+    gen = _born(ledger)
+    first, _ = ledger.intend_effect("exec-1", generation=gen, arguments={"commit": "abc"}, **PUSH)
+    ledger.dispatch_effect(first.effect_id, generation=gen)
+    ledger.observe_effect(first.effect_id, generation=gen, result={"ok": True})
+    ledger.commit_effect(first.effect_id, generation=gen)
+
+    def repeat(slot: str, reason: str = "re-deploy after rollback") -> tuple[Effect, bool]:
+        return ledger.intend_effect(
+            "exec-1", generation=gen, operation="GIT.PUSH",
+            destination="ssh://git@example.com/o/r", arguments={"commit": "abc"},
+            approval_slot=slot, repeat_reason=reason,
+        )  # fmt: skip
+
+    second, created = repeat("slot-2")
+    assert created and second.effect_id != first.effect_id
+    assert second.fingerprint != first.fingerprint and second.state is EffectState.INTENDED
+    assert (second.approval_slot, second.repeat_of, second.repeat_reason) == (
+        "slot-2", first.effect_id, "re-deploy after rollback",
+    )  # fmt: skip
+    assert (first.repeat_of, first.repeat_reason) == (None, None)
+    assert ledger.get_effect(second.effect_id) == second
+    event = [e for e in ledger.history("exec-1") if e.kind == "effect.intended"][-1]
+    assert event.detail["effect_id"] == second.effect_id
+    assert event.detail["repeat_of"] == first.effect_id
+    assert event.detail["repeat_reason"] == "re-deploy after rollback"
+    assert event.detail["approval_slot"] == "slot-2"
+
+    # The same slot again finds that repeat, whatever reason is given: no third effect.
+    same, created_again = repeat("slot-2", "retrying the command")
+    assert not created_again and same == second
+    ledger.dispatch_effect(second.effect_id, generation=gen)
+    with pytest.raises(Conflict, match="already dispatched"):
+        repeat("slot-2")
+    # An undeclared slot still finds the logical effect itself, never a repeat.
+    with pytest.raises(Conflict) as caught:
+        ledger.intend_effect(
+            "exec-1", generation=gen, arguments={"commit": "abc"}, approval_slot="slot-2", **PUSH
+        )
+    assert caught.value.details["effect_id"] == first.effect_id
+    # A further declared repeat repeats the logical effect, not the previous repeat.
+    third, created_third = repeat("slot-3", "second rollback")
+    assert created_third and third.repeat_of == first.effect_id
+    assert len(ledger.effects("exec-1")) == 3
+
+
+@pytest.mark.parametrize(
+    ("slot", "reason", "message"),
+    [
+        (None, "re-deploy", "--repeat-reason: a deliberate repeat needs its own --slot"),
+        ("slot-2", "", "--repeat-reason: must not be empty"),
+        ("slot-2", "   ", "--repeat-reason: must not be empty"),
+        ("slot-2", "bad\x00", "--repeat-reason: must not contain NUL"),
+    ],
+)
+def test_a_repeat_reason_needs_a_slot_and_words(
+    ledger: Ledger, slot: str | None, reason: str, message: str
+) -> None:
+    gen = _born(ledger)
+    first, _ = ledger.intend_effect("exec-1", generation=gen, arguments={}, **PUSH)
+    ledger.dispatch_effect(first.effect_id, generation=gen)
+    before = len(ledger.history("exec-1"))
+    with pytest.raises(BadInput, match=re.escape(message)):
+        ledger.intend_effect(
+            "exec-1", generation=gen, arguments={}, approval_slot=slot, repeat_reason=reason,
+            **PUSH,
+        )  # fmt: skip
+    assert len(ledger.history("exec-1")) == before and len(ledger.effects("exec-1")) == 1
+
+
+def test_a_repeat_needs_something_to_repeat_and_never_an_ambiguous_one(ledger: Ledger) -> None:
+    gen = _born(ledger)
+    with pytest.raises(BadInput, match=r"no earlier git\.push"):
+        ledger.intend_effect(
+            "exec-1", generation=gen, arguments={}, approval_slot="slot-2",
+            repeat_reason="again", **PUSH,
+        )  # fmt: skip
+    assert ledger.effects("exec-1") == []
+    first, _ = ledger.intend_effect("exec-1", generation=gen, arguments={}, **PUSH)
+    ledger.dispatch_effect(first.effect_id, generation=gen)
+    ledger.fence("exec-1", expect_generation=gen)
+    ledger.reconcile("exec-1")
+    successor = ledger.acquire_lease("exec-1").generation
+    with pytest.raises(Conflict, match="AMBIGUOUS"):
+        ledger.intend_effect(
+            "exec-1", generation=successor, arguments={}, approval_slot="slot-2",
+            repeat_reason="it probably failed", **PUSH,
+        )  # fmt: skip
+    ledger.resolve_effect(first.effect_id, outcome="observed", by="op", why="on the remote")
+    again, created = ledger.intend_effect(
+        "exec-1", generation=successor, arguments={}, approval_slot="slot-2",
+        repeat_reason="push it once more", **PUSH,
+    )  # fmt: skip
+    assert created and again.repeat_of == first.effect_id and again.generation == successor
 
 
 def test_stale_generation_cannot_touch_effects(ledger: Ledger) -> None:
@@ -330,6 +467,104 @@ def test_bad_effect_arguments_change_nothing(ledger: Ledger, args: str) -> None:
     with pytest.raises(BadInput):
         ledger.intend_effect("exec-1", generation=gen, arguments=args, **PUSH)
     assert len(ledger.history("exec-1")) == before and ledger.effects("exec-1") == []
+
+
+def _schema_4_ledger(url: str, rows: list[tuple[str | None, int]]) -> dict[str | None, str]:
+    """A ledger as schema 4 left it, holding one push recorded under each ``(slot, created_at)``
+    the way the slot-blind code did: the slot inside the fingerprint, nothing else to tell
+    them apart. Returns the effect id of each slot."""
+    dialect = "postgres" if url.startswith("postgresql://") else "sqlite"
+    folder = Path(backends.__file__).parent / "migrations" / dialect
+    scripts = [
+        (folder / name).read_text(encoding="utf-8")
+        for name in sorted(os.listdir(folder))
+        if name.endswith(".sql") and int(name.split("_", 1)[0]) <= 4
+    ]
+    args = {"commit": "abc"}
+    ids: dict[str | None, str] = {}
+    effects = []
+    for slot, at in rows:
+        print_ = fingerprint(node="exec-1", arguments=args, approval_slot=slot, **PUSH)
+        ids[slot] = effect_id_for(print_)
+        effects.append(
+            (ids[slot], "exec-1", 1, print_, "git.push", normalize_destination(PUSH["destination"]),
+             canonical_bytes(args).decode(), slot, None, "COMMITTED", None, at, at, None, None)
+        )  # fmt: skip
+    effect_sql = "INSERT INTO effect VALUES (" + ", ".join(["?"] * 15) + ")"
+    node_sql = "INSERT INTO agent_node (name, generation, created_at) VALUES ('exec-1', 1, 0)"
+    version_sql = "INSERT INTO schema_version (version, applied_at) VALUES (?, 0)"
+    if dialect == "sqlite":
+        with sqlite3.connect(url) as conn:
+            for script in scripts:
+                conn.executescript(script)
+            conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, "
+                         "applied_at INTEGER NOT NULL)")  # fmt: skip
+            conn.executemany(version_sql, [(v,) for v in range(1, 5)])
+            conn.execute(node_sql)
+            conn.executemany(effect_sql, effects)
+        conn.close()
+        return ids
+    import psycopg
+
+    from conftest import _pg_base
+
+    schema = url.rsplit("schema=", 1)[1]
+    with psycopg.connect(_pg_base()) as conn:
+        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+        conn.execute(f'SET search_path TO "{schema}"')
+        for script in scripts:
+            conn.execute(script.encode())
+        conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, "
+                     "applied_at BIGINT NOT NULL)")  # fmt: skip
+        with conn.cursor() as cur:
+            cur.executemany(version_sql.replace("?", "%s"), [(v,) for v in range(1, 5)])
+            cur.execute(node_sql)
+            cur.executemany(effect_sql.replace("?", "%s"), effects)
+    return ids
+
+
+def test_effects_recorded_under_slots_before_schema_5_migrate(
+    ledger_url: str, make_ledger: Callable[..., Ledger], clock: FakeClock
+) -> None:
+    ids = _schema_4_ledger(ledger_url, [("slot-1", 1), ("slot-2", 2)])
+    backend = backends.open_backend(ledger_url, require_migrated=False)
+    backend.migrate()  # SQLite has already migrated on open; PostgreSQL waits to be told
+    assert backend.schema_version() >= 5
+    backend.close()
+    ledger = make_ledger(clock=clock)
+    original, repeat = ledger.get_effect(ids["slot-1"]), ledger.get_effect(ids["slot-2"])
+    assert (original.repeat_of, original.repeat_reason) == (None, None)
+    assert repeat.repeat_of == original.effect_id and "slot-2" in (repeat.repeat_reason or "")
+    gen = ledger.acquire_lease("exec-1").generation
+    # The oldest slotted push is the logical effect now, whatever slot is presented.
+    for slot in (None, "slot-99", "slot-1"):
+        with pytest.raises(Conflict) as caught:
+            ledger.intend_effect(
+                "exec-1", generation=gen, arguments={"commit": "abc"}, approval_slot=slot, **PUSH
+            )
+        assert caught.value.details["effect_id"] == original.effect_id
+    declare = {"arguments": {"commit": "abc"}, "repeat_reason": "again", **PUSH}
+    with pytest.raises(Conflict) as caught:
+        ledger.intend_effect("exec-1", generation=gen, approval_slot="slot-2", **declare)
+    assert caught.value.details["effect_id"] == repeat.effect_id
+    third, created = ledger.intend_effect(
+        "exec-1", generation=gen, approval_slot="slot-3", **declare
+    )
+    assert created and third.repeat_of == original.effect_id
+    assert len(ledger.effects("exec-1")) == 3
+
+
+def test_an_unslotted_effect_stays_the_logical_one_when_migrated(
+    ledger_url: str, make_ledger: Callable[..., Ledger], clock: FakeClock
+) -> None:
+    ids = _schema_4_ledger(ledger_url, [("early-slot", 1), (None, 2)])
+    backend = backends.open_backend(ledger_url, require_migrated=False)
+    backend.migrate()
+    backend.close()
+    ledger = make_ledger(clock=clock)
+    assert ledger.get_effect(ids[None]).repeat_of is None
+    assert ledger.get_effect(ids["early-slot"]).repeat_of == ids[None]
 
 
 # -- halt gate --------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ from onstation.core.effects import (
     EffectAction,
     EffectState,
     fingerprint,
+    identity_slot,
+    intent_fingerprint,
     next_state,
     normalize_destination,
 )
@@ -65,7 +67,56 @@ def test_fingerprint_covers_each_part() -> None:
     assert _fp(operation="gh.pr.create") != base
     assert _fp(destination="upstream") != base
     assert _fp(arguments={"ref": "dev"}) != base
-    assert _fp(approval_slot="second") != base
+    assert _fp(approval_slot="second") != base  # a declared repeat's recorded slot
+
+
+_SLOTS = st.one_of(st.none(), st.text(min_size=1, max_size=40))
+_ARGS = st.dictionaries(st.text(max_size=5), st.integers(-1000, 1000), max_size=4)
+_WORDS = st.text(min_size=1, max_size=40).filter(str.strip)
+
+
+def _intent(slot: str | None, reason: str | None, arguments: dict[str, int] | None = None) -> str:
+    return intent_fingerprint(
+        node="n", operation="git.push", destination="origin", arguments=arguments or {},
+        approval_slot=slot, repeat_reason=reason,
+    )  # fmt: skip
+
+
+@given(slot=_SLOTS, other=_SLOTS, args=_ARGS)
+def test_intent_fingerprint_does_not_depend_on_an_undeclared_slot(
+    slot: str | None, other: str | None, args: dict[str, int]
+) -> None:
+    """Issue 9: a fresh slot id must not make one logical effect look like a new one."""
+    logical = _fp(arguments=args)
+    assert _intent(slot, None, args) == _intent(other, None, args) == logical
+
+
+@given(slot=_WORDS, reasons=st.lists(_WORDS, min_size=2, max_size=2))
+def test_a_declared_repeat_has_its_own_fingerprint_per_slot_not_per_reason(
+    slot: str, reasons: list[str]
+) -> None:
+    first, second = (_intent(slot, reason) for reason in reasons)
+    assert first == second != _intent(None, None)
+    # What a plan validator recomputes from the recorded slot agrees with the ledger.
+    assert first == _fp(arguments={}, approval_slot=slot)
+
+
+@pytest.mark.parametrize(
+    ("slot", "reason", "message"),
+    [
+        (None, "because", "--repeat-reason: a deliberate repeat needs its own --slot"),
+        ("s", "", "--repeat-reason: must not be empty"),
+        ("s", " \t", "--repeat-reason: must not be empty"),
+        (" ", "because", "slot: a deliberate repeat's slot must not be empty"),
+    ],
+)
+def test_a_repeat_is_declared_with_a_slot_and_a_reason(
+    slot: str | None, reason: str, message: str
+) -> None:
+    with pytest.raises(BadInput) as caught:
+        identity_slot(slot, reason)
+    assert caught.value.message == message
+    assert identity_slot("s", None) is None and identity_slot("s", "because") == "s"
 
 
 @given(st.dictionaries(st.text(max_size=5), st.integers(-1000, 1000), max_size=6))

@@ -114,3 +114,36 @@ EXIT_CODES_HELP = "\n".join(
          "or the transition is invalid"),
     ]
 )  # fmt: skip
+
+
+def body_generation(flag: int | None, node: str, *, required: bool, what: str) -> int | None:
+    """The generation a body writes under: ``--generation``, else ``ONSTATION_GENERATION``
+    when the environment is that of a body of ``node`` (onstation sets both when it launches
+    a successor).
+
+    Writes made on behalf of a body carry its generation so that a fenced body is denied; a
+    command that only a body runs (``required``) refuses to guess one.
+    """
+    import os
+
+    if flag is not None:
+        if not 1 <= flag <= 2**63 - 1:
+            raise BadInput(f"--generation: must be a positive integer (got {flag})")
+        return flag
+    env = os.environ.get("ONSTATION_GENERATION")
+    env_node = os.environ.get("ONSTATION_NODE")
+    if env and (env_node is None or env_node == node):
+        try:
+            value = int(env)
+        except ValueError:
+            raise BadInput(f"ONSTATION_GENERATION: not an integer ({env[:40]!r})") from None
+        if not 1 <= value <= 2**63 - 1:
+            raise BadInput("ONSTATION_GENERATION: must be a positive integer")
+        return value
+    if required:
+        raise BadInput(
+            f"{what}: give --generation G, the generation of the body writing for {node} "
+            "(a launched body has it in ONSTATION_GENERATION; the hooks name it)",
+            field="--generation",
+        )
+    return None

@@ -167,7 +167,11 @@ def run_tour(opts: Options, *, keep: bool) -> None:
 
 
 def run_team_demo(opts: Options, *, keep: bool, timeout: float) -> None:
-    """Run the scratch team (see :mod:`onstation.relief.demo`) and print what happened."""
+    """Run the scratch team (see :mod:`onstation.relief.demo`) and print what happened.
+
+    ``timeout`` is how long the team may go without any progress, not a budget for the
+    whole run: a busy machine makes the team slow, not wrong.
+    """
     from onstation.relief.demo import TEAM, run_demo
 
     if timeout <= 0:
@@ -176,12 +180,11 @@ def run_team_demo(opts: Options, *, keep: bool, timeout: float) -> None:
     say = (lambda _t: None) if opts.json else click.echo
     if not opts.json:
         _step("A scratch team: a coordinator and two executors, each a real process")
-    summary = run_demo(keep=keep, say=say, timeout=timeout)
+    summary = run_demo(keep=keep, say=say, stall=timeout)
     elapsed = time.monotonic() - started
     summary["elapsed_seconds"] = round(elapsed, 1)
     nodes = summary["nodes"]
-    ok = all(n["each_step_once"] and n["ambiguous"] == 0 for n in nodes.values())
-    summary["ok"] = ok
+    ok = bool(summary["ok"])
     if opts.json:
         emit(opts, summary, "")
     else:
@@ -212,11 +215,22 @@ def run_team_demo(opts: Options, *, keep: bool, timeout: float) -> None:
                 f"{n['pushes_committed']} push(es) journaled once; {n['ambiguous']} ambiguous; "
                 f"generation {n['generation']}"
             )
+        failed = summary["failed_checks"]
+        for check in failed:
+            where = f"{check['node']}: " if check["node"] else ""
+            click.echo(f"   FAILED check '{check['check']}': {where}{check['detail']}")
         click.echo("")
-        click.echo(
-            f"{'Done' if ok else 'FAILED'} in {elapsed:.1f} s: every commit made once, old "
-            "bodies fenced, every loss on record."
-            + (f" Scratch team kept in {summary['scratch']}" if keep else "")
-        )
+        if ok:
+            click.echo(
+                f"Done in {elapsed:.1f} s: every commit made once, old bodies fenced, every "
+                "loss on record, no process left behind."
+                + (f" Scratch team kept in {summary['scratch']}" if keep else "")
+            )
+        else:
+            names = ", ".join(sorted({f"'{c['check']}'" for c in failed}))
+            click.echo(
+                f"FAILED after {elapsed:.1f} s: {len(failed)} check(s) failed ({names})."
+                + (f" Scratch team kept in {summary['scratch']}" if keep else "")
+            )
     if not ok:
         raise SystemExit(1)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from onstation.cli.common import Options, command_options, emit
+from onstation.cli.common import Options, body_generation, command_options, emit
 from onstation.core.errors import BadInput
 from onstation.core.names import validate_name
 
@@ -189,6 +189,8 @@ def brief() -> None:
 @click.option("--context", multiple=True, help="Something the successor must know (repeat).")
 @click.option("--handoff", multiple=True, help="A hand-off instruction (repeat).")
 @click.option("--reason", default=None, help="Why the relief (default: the hull tier).")
+@click.option("--generation", type=int, default=None,
+              help="The writing body's generation (default: ONSTATION_GENERATION).")  # fmt: skip
 @command_options
 def brief_write(
     node_name: str,
@@ -204,21 +206,27 @@ def brief_write(
     context: tuple[str, ...],
     handoff: tuple[str, ...],
     reason: str | None,
+    generation: int | None,
     opts: Options,
 ) -> None:
-    """Write the turnover brief to .bridge/turnovers/ (missing fields are marked missing)."""
+    """Write the turnover brief to .bridge/turnovers/ (missing fields are marked missing).
+
+    Only the identity's live body may: a fenced generation is denied (exit 3), and its
+    brief is kept as late, untrusted evidence."""
     from onstation.ledger import Ledger
     from onstation.relief.documents import _BRIEF_KEYS, Supplied, write_brief
 
     validate_name(node_name, "node")
+    generation = body_generation(generation, node_name, required=True, what="brief write")
     supplied = Supplied.load(
         from_file, _BRIEF_KEYS, task_id=task_id, task=task, status=status, completed=completed,
         remaining=remaining, decisions=decisions, context=context, handoff=handoff, reason=reason,
     )  # fmt: skip
     with Ledger.open(opts.db) as ledger:
         path, content = write_brief(
-            ledger, node_name, supplied, workspace=workspace, base=base, by=_by()
-        )
+            ledger, node_name, supplied, workspace=workspace, base=base, by=_by(),
+            generation=generation,
+        )  # fmt: skip
     data = {k: v for k, v in content.items() if k != "markdown"} | {"path": str(path)}
     missing = f" (missing: {', '.join(content['missing'])})" if content["missing"] else ""
     emit(opts, data, f"wrote {path}{missing}")
@@ -258,6 +266,8 @@ def manifest() -> None:
 @click.option("--scratch", default=None, help="Scratch state (status and children tables).")
 @click.option("--next", "next_action", default=None, help="The exact next action.")
 @click.option("--blocker", "blockers", multiple=True, help="An active blocker (repeat).")
+@click.option("--generation", type=int, default=None,
+              help="The writing body's generation (default: ONSTATION_GENERATION).")  # fmt: skip
 @command_options
 def manifest_write(
     node_name: str,
@@ -272,21 +282,27 @@ def manifest_write(
     scratch: str | None,
     next_action: str | None,
     blockers: tuple[str, ...],
+    generation: int | None,
     opts: Options,
 ) -> None:
-    """Write the continuation manifest (refused while an APPROACH/CHECKPOINT is open)."""
+    """Write the continuation manifest and tell the spawner (COORD_RESPAWN TRIGGERED).
+
+    Refused while an APPROACH/CHECKPOINT is open (exit 5), past the respawn cap (exit 4,
+    the spawner is told), or from a fenced generation (exit 3)."""
     from onstation.ledger import Ledger
     from onstation.relief.documents import _MANIFEST_KEYS, Supplied, write_manifest
 
     validate_name(node_name, "node")
+    generation = body_generation(generation, node_name, required=True, what="manifest write")
     supplied = Supplied.load(
         from_file, _MANIFEST_KEYS, l3_task=l3_task, completed=completed, in_flight=in_flight,
         not_started=not_started, scratch=scratch, next_action=next_action, blockers=blockers,
     )  # fmt: skip
     with Ledger.open(opts.db) as ledger:
         path, content = write_manifest(
-            ledger, node_name, supplied, l3=l3, pun=pun, workspace=workspace, by=_by()
-        )
+            ledger, node_name, supplied, l3=l3, pun=pun, workspace=workspace, by=_by(),
+            generation=generation,
+        )  # fmt: skip
     data = {k: v for k, v in content.items() if k != "markdown"} | {"path": str(path)}
     emit(opts, data, f"wrote {path}")
 
@@ -296,11 +312,15 @@ def manifest_write(
 @click.option("--decision", default=None, help="A decision, recorded for the successor.")
 @click.option("--why", default=None, help="The decision's rationale.")
 @click.option("--note", "text", default=None, help="A plain note.")
+@click.option("--generation", type=int, default=None,
+              help="The writing body's generation (default: ONSTATION_GENERATION).")  # fmt: skip
 @command_options
 def note_cmd(
-    node_name: str, decision: str | None, why: str | None, text: str | None, opts: Options
-) -> None:
-    """Record a decision (with --why) or a note for NODE's successor."""
+    node_name: str, decision: str | None, why: str | None, text: str | None,
+    generation: int | None, opts: Options,
+) -> None:  # fmt: skip
+    """Record a decision (with --why) or a note for NODE's successor (a fenced generation is
+    denied, exit 3)."""
     from onstation.ledger import Ledger
     from onstation.ledger.bodies import HarnessLedger
 
@@ -313,6 +333,7 @@ def note_cmd(
         got = HarnessLedger(ledger).add_note(
             node_name, kind="decision" if decision else "note", text=decision or text or "",
             rationale=why, by=_by(),
+            generation=body_generation(generation, node_name, required=True, what="note"),
         )  # fmt: skip
     emit(opts, got.to_json(), f"recorded {got.kind} {got.note_id} for {got.node}")
 
@@ -332,20 +353,36 @@ def message() -> None:
 @click.option("--kind", required=True, help="e.g. relief_requested, APPROACH, ACK.")
 @click.option("--body", default="", help="The text.")
 @click.option("--reply-to", type=int, default=None, help="The message this answers.")
+@click.option("--generation", type=int, default=None,
+              help="The sending body's generation when --from is an identity (default: "
+                   "ONSTATION_GENERATION).")  # fmt: skip
+@click.option("--to-generation", type=int, default=None,
+              help="Deliver to this generation of the recipient only.")  # fmt: skip
 @command_options
 def message_send(
-    sender: str, recipient: str, kind: str, body: str, reply_to: int | None, opts: Options
-) -> None:
-    """Queue a message; bodies receive theirs through their hooks."""
+    sender: str, recipient: str, kind: str, body: str, reply_to: int | None,
+    generation: int | None, to_generation: int | None, opts: Options,
+) -> None:  # fmt: skip
+    """Queue a message; bodies receive theirs through their hooks.
+
+    A message from an identity is a write of its body: it carries the body's generation and
+    a fenced generation is denied (exit 3)."""
     from onstation.ledger import Ledger
     from onstation.ledger.bodies import HarnessLedger
 
     for value, field in ((sender, "--from"), (recipient, "--to"), (kind, "--kind")):
         validate_name(value, field)
     with Ledger.open(opts.db) as ledger:
+        names = {n.node for n in ledger.list_nodes()}
+        sender_generation = (
+            body_generation(generation, sender, required=True, what="message send --from "
+                            f"{sender}")
+            if sender in names else None
+        )  # fmt: skip
         got = HarnessLedger(ledger).post_message(
-            sender=sender, recipient=recipient, kind=kind, body=body, reply_to=reply_to
-        )
+            sender=sender, recipient=recipient, kind=kind, body=body, reply_to=reply_to,
+            generation=to_generation, sender_generation=sender_generation,
+        )  # fmt: skip
     emit(opts, got.to_json(), f"message {got.message_id} to {got.recipient} queued")
 
 

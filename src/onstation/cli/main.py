@@ -441,7 +441,9 @@ def grant_list(name: str, opts: Options) -> None:
 def _effect_line(e: Effect) -> str:
     return (
         f"{e.effect_id}  {e.state.value:<22} gen {e.generation:<3} {e.operation} -> "
-        f"{e.destination}" + (f"  [slot {e.approval_slot}]" if e.approval_slot else "")
+        f"{e.destination}"
+        + (f"  [slot {e.approval_slot}]" if e.approval_slot else "")
+        + (f"  [repeat of {e.repeat_of}: {e.repeat_reason}]" if e.repeat_of else "")
     )
 
 
@@ -456,7 +458,14 @@ def effect() -> None:
 @click.option("--op", "operation", required=True, help="Operation, e.g. git.push.")
 @click.option("--dest", "destination", required=True, help="Where it lands (remote, URL, channel).")
 @click.option("--args", "arguments", default="{}", show_default=True, help="Arguments as JSON.")
-@click.option("--slot", default=None, help="Approval slot (to repeat one effect on purpose).")
+@click.option(
+    "--slot", default=None,
+    help="Approval slot of a deliberate repeat (with --repeat-reason); alone it changes nothing.",
+)  # fmt: skip
+@click.option(
+    "--repeat-reason", default=None,
+    help="Declare a deliberate repeat of an earlier effect under --slot, and why.",
+)  # fmt: skip
 @click.option("--id", "caller_ref", default=None, help="Caller's own id (never the identity).")
 @command_options
 def effect_intend(
@@ -466,10 +475,12 @@ def effect_intend(
     destination: str,
     arguments: str,
     slot: str | None,
+    repeat_reason: str | None,
     caller_ref: str | None,
     opts: Options,
 ) -> None:
-    """Record the intent to perform an effect (the same logical effect is never recorded twice)."""
+    """Record the intent to perform an effect (the same logical effect is never recorded twice,
+    whatever its slot, unless a repeat is declared with --slot and --repeat-reason)."""
     _check_name(name)
     positive_int(generation, "--generation")
     args = parse_json_option(arguments, "--args")
@@ -482,6 +493,7 @@ def effect_intend(
             arguments=args,
             approval_slot=slot,
             caller_ref=caller_ref,
+            repeat_reason=repeat_reason,
         )
     emit(
         opts,
@@ -639,25 +651,35 @@ def respawn() -> None:
     """The respawn governor: at most N respawns per identity per window."""
 
 
+_KIND_OPTION = click.option(
+    "--kind", "kind", type=click.Choice(["relief", "coordinator"]), default="relief",
+    show_default=True,
+    help="coordinator: a coordinator's self-respawn (its own cap); relief: a body relieved by "
+         "its lead or an operator (births per window).",
+)  # fmt: skip
+
+
 @respawn.command("request")
 @click.argument("name")
+@_KIND_OPTION
 @command_options
-def respawn_request(name: str, opts: Options) -> None:
+def respawn_request(name: str, kind: str, opts: Options) -> None:
     """Count one respawn if allowed (exit 4 with the reopening time if not)."""
     _check_name(name)
     with open_ledger(opts) as ledger:
-        status = ledger.request_respawn(name, by=_operator())
+        status = ledger.request_respawn(name, by=_operator(), kind=kind)
     emit(opts, status.to_json(), f"allowed: {status.reason} for {status.node}")
 
 
 @respawn.command("status")
 @click.argument("name")
+@_KIND_OPTION
 @command_options
-def respawn_status(name: str, opts: Options) -> None:
+def respawn_status(name: str, kind: str, opts: Options) -> None:
     """What the governor would answer now."""
     _check_name(name)
     with open_ledger(opts) as ledger:
-        status = ledger.respawn_status(name)
+        status = ledger.respawn_status(name, kind=kind)
     emit(opts, status.to_json(), lambda: _respawn_human(status.to_json()))
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from onstation.cli.common import Options, command_options, emit, positive_int
+from onstation.cli.common import Options, body_generation, command_options, emit, positive_int
 from onstation.core.errors import BadInput
 from onstation.core.names import validate_name
 
@@ -30,10 +30,14 @@ def register(cli: click.Group) -> None:
 
 @click.command("relieve")
 @click.argument("node_name", metavar="NODE")
-@click.option("--harness", default="fake", show_default=True,
-              type=click.Choice(["fake", "claude-code", "codex", "command", "interactive"]),
-              help="What launches the successor (interactive: the next session started in "
-                   "the workspace takes over).")  # fmt: skip
+@click.option(
+    "--harness",
+    default=None,
+    type=click.Choice(["claude-code", "codex", "command", "interactive", "fake"]),
+    help="What launches the successor (default: what the body runs under, recorded "
+    "at its admission; interactive: the next session started in the workspace "
+    "takes over; fake: the test stand-in, only on a scratch workspace).",
+)
 @click.option("--command", "command_template", default=None, help="--harness command's template.")
 @click.option("--model", default=None, help="Model for a claude-code or codex successor.")
 @click.option("--execution-class", default="real-provider", show_default=True,
@@ -51,34 +55,55 @@ def register(cli: click.Group) -> None:
 @click.option("--facts", "facts_file", default=None, help="Capsule parts the agent states (JSON).")
 @click.option("--by", "by", default=None, help="Who relieves (default: the current user).")
 @click.option("--arg", "launch_args", multiple=True, help="Extra argument for the successor.")
+@click.option("--incident", default="context-pressure", show_default=True,
+              type=click.Choice(["context-pressure", "crash", "hang", "operator"]),
+              help="Why the body is relieved (the incident class of the plan).")  # fmt: skip
+@click.option(
+    "--exchange-wait",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="Seconds to wait for an open APPROACH/CHECKPOINT exchange to close.",
+)
 @command_options
 def relieve_cmd(
-    node_name: str, harness: str, command_template: str | None, model: str | None,
+    node_name: str, harness: str | None, command_template: str | None, model: str | None,
     execution_class: str, emergency: bool, native: bool, brief_wait: float, challenge_wait: float,
     shutdown_wait: float, workspace: str | None, capacity_file: str | None,
-    facts_file: str | None, by: str | None, launch_args: tuple[str, ...], opts: Options,
+    facts_file: str | None, by: str | None, launch_args: tuple[str, ...], incident: str,
+    exchange_wait: float, opts: Options,
 ) -> None:  # fmt: skip
     """Relieve NODE: brief, fence, reconcile, capsule, verdict, and only if READY launch,
-    challenge, shut down the predecessor and settle."""
+    challenge, shut down the predecessor and settle.
+
+    What would stop the relief after the fence (a halt, the breaker, the respawn cap, no
+    objective, no harness, no capacity evidence, an open coordinator exchange) is checked
+    first: then nothing is fenced, the body stays live, and the reason and the command that
+    fixes it are printed (exit 4)."""
     from onstation.harness.launch import launcher_for
     from onstation.ledger import Ledger
+    from onstation.ledger.bodies import HarnessLedger
     from onstation.relief.relieve import Relief, ReliefOptions
 
     validate_name(node_name, "node")
     for value, name in ((brief_wait, "--brief-wait"), (challenge_wait, "--challenge-wait"),
-                        (shutdown_wait, "--shutdown-wait")):  # fmt: skip
+                        (shutdown_wait, "--shutdown-wait"),
+                        (exchange_wait, "--exchange-wait")):  # fmt: skip
         if value < 0:
             raise BadInput(f"{name}: must not be negative")
     for path, name in ((capacity_file, "--capacity"), (facts_file, "--facts")):
         if path is not None and not Path(path).is_file():
             raise BadInput(f"{name}: {path} is not a file")
-    launcher = launcher_for(harness, model=model, command=command_template)
-    if harness == "command":
-        launcher.execution_class = execution_class
+    launcher = None
+    if harness is not None:
+        launcher = launcher_for(harness, model=model, command=command_template)
+        if harness == "command":
+            launcher.execution_class = execution_class
     live = _LiveLine(enabled=not opts.json and sys.stderr.isatty())
     say = (lambda _t: None) if opts.json else live.say
     options = ReliefOptions(
         launcher=launcher, by=by or _by(), cause="manual" if not emergency else "emergency",
+        incident=incident, exchange_wait=exchange_wait,
         emergency=emergency, native=native, brief_wait=brief_wait,
         challenge_wait=challenge_wait,
         shutdown_wait=shutdown_wait, workspace=workspace,
@@ -87,6 +112,14 @@ def relieve_cmd(
         launch_args=launch_args, progress=say, waiting=live.waiting,
     )  # fmt: skip
     with Ledger.open(opts.db) as ledger:
+        ledger.get_node(node_name)  # an unknown identity is bad input, before anything else
+        if launcher is None and HarnessLedger(ledger).recorded_launcher(node_name) is None:
+            # Never a stand-in by default: with nothing recorded, the operator chooses.
+            raise BadInput(
+                f"--harness: no body of {node_name} recorded what it runs under; give "
+                "--harness claude-code, codex, command (with --command) or interactive",
+                field="--harness",
+            )  # fmt: skip
         try:
             outcome = Relief(ledger, node_name, options).run()
         finally:
@@ -96,10 +129,12 @@ def relieve_cmd(
         outcome.to_json(),
         f"relief {outcome.relief_id} of {outcome.node}: {outcome.verdict}, {outcome.state}"
         + (f" (generation {outcome.to_generation})" if outcome.to_generation else "")
-        + (f"\nreport: {outcome.report_path}" if outcome.report_path else ""),
+        + (f"\nreport: {outcome.report_path}" if outcome.report_path else "")
+        + "".join(f"\n  {reason}" for reason in (outcome.reasons if not outcome.fenced else []))
+        + "".join(f"\nto fix: {fix}" for fix in outcome.fix),
     )
     if outcome.state not in ("SETTLED",):
-        raise SystemExit(4 if outcome.state in ("NOT_LAUNCHED", "BLOCKED") else 1)
+        raise SystemExit(4 if outcome.state in ("NOT_LAUNCHED", "BLOCKED", "NOT_STARTED") else 1)
 
 
 class _LiveLine:
@@ -202,16 +237,35 @@ def task_create(title: str, owner: str | None, status: str, parent_id: int | Non
 @click.option("--owner", default=None)
 @click.option("--note", default=None)
 @click.option("--brief", "brief_path", default=None)
+@click.option(
+    "--as",
+    "as_node",
+    default=None,
+    help="The identity whose body updates the task (default: ONSTATION_NODE).",
+)
+@click.option("--generation", type=int, default=None,
+              help="That body's generation (default: ONSTATION_GENERATION).")  # fmt: skip
 @command_options
 def task_update(task_id: int, status: str | None, owner: str | None, note: str | None,
-                brief_path: str | None, opts: Options) -> None:  # fmt: skip
-    """Update a task (e.g. keep in_progress with a hand-off note)."""
+                brief_path: str | None, as_node: str | None, generation: int | None,
+                opts: Options) -> None:  # fmt: skip
+    """Update a task (e.g. keep in_progress with a hand-off note).
+
+    A body's update (``--as`` or ONSTATION_NODE) carries its generation; a fenced generation
+    is denied (exit 3) and nothing is changed."""
     from onstation.ledger import Ledger
     from onstation.ledger.relief_records import ReliefLedger
 
+    as_node = as_node or os.environ.get("ONSTATION_NODE") or None
+    if as_node is not None:
+        validate_name(as_node, "--as")
+        generation = body_generation(generation, as_node, required=True, what="task update")
+    elif generation is not None:
+        raise BadInput("--generation: give --as NODE, the identity it is a generation of")
     with Ledger.open(opts.db) as ledger:
         got = ReliefLedger(ledger).update_task(task_id, status=status, owner=owner, note=note,
-                                               brief_path=brief_path, by=_by())  # fmt: skip
+                                               brief_path=brief_path, by=_by(), as_node=as_node,
+                                               generation=generation)  # fmt: skip
     emit(opts, got.to_json(), f"task {got.task_id}: {got.title} [{got.status}]")
 
 
@@ -267,8 +321,11 @@ def report_cmd(node_name: str, opts: Options) -> None:
     from onstation.ledger.relief_records import ReliefLedger
 
     validate_name(node_name, "node")
+    from onstation.ledger.bodies import HarnessLedger
+
     with Ledger.open(opts.db) as ledger:
         reliefs = ReliefLedger(ledger).reliefs(node_name)
+        late = HarnessLedger(ledger).late_documents(node_name)
     if not reliefs:
         raise BadInput(f"{node_name} has no reliefs")
     texts = []
@@ -276,20 +333,31 @@ def report_cmd(node_name: str, opts: Options) -> None:
         path = relief.report_path
         text = Path(path).read_text(encoding="utf-8") if path and Path(path).is_file() else ""
         texts.append(text or f"relief {relief.relief_id}: {relief.state} (no report file)")
-    emit(opts, {"reliefs": [r.to_json() for r in reliefs]}, "\n\n".join(texts))
+        # A brief that arrived after the fence (even after the report was written) is shown
+        # with the relief that fenced its writer, as late, untrusted evidence.
+        arrived = [d for d in late if d.generation == relief.from_generation]
+        if arrived and (not text or "## Late evidence" not in text):
+            texts[-1] += "\n\n## Late evidence (untrusted)\n\n" + "\n".join(
+                f"- a brief written by generation {d.generation} after its fence: {d.path}"
+                for d in arrived
+            )
+    emit(opts, {"reliefs": [r.to_json() for r in reliefs],
+                "late_evidence": [d.to_json() for d in late]}, "\n\n".join(texts))  # fmt: skip
 
 
 @click.command("supervise")
 @click.option("--team", "team_file", default=None, help="Team file (JSON): nodes to watch.")
-@click.option("--harness", default="fake", show_default=True,
-              type=click.Choice(["fake", "claude-code", "codex", "command"]))  # fmt: skip
+@click.option("--harness", default=None,
+              type=click.Choice(["claude-code", "codex", "interactive", "fake"]),
+              help="What launches successors (default: what each body runs under, recorded at "
+                   "its admission; a body with nothing recorded is not relieved).")  # fmt: skip
 @click.option("--poll", type=float, default=1.0, show_default=True, help="Seconds between looks.")
 @click.option("--once", is_flag=True, help="Look once, act, and stop.")
 @click.option("--max-seconds", type=float, default=None, help="Stop after this long.")
 @click.option("--brief-wait", type=float, default=30.0, show_default=True, help="Seconds.")
 @click.option("--challenge-wait", type=float, default=60.0, show_default=True, help="Seconds.")
 @command_options
-def supervise_cmd(team_file: str | None, harness: str, poll: float, once: bool,
+def supervise_cmd(team_file: str | None, harness: str | None, poll: float, once: bool,
                   max_seconds: float | None, brief_wait: float, challenge_wait: float,
                   opts: Options) -> None:  # fmt: skip
     """The team lead loop: watch tiers, relieve at Red, stop on halt."""

@@ -11,8 +11,10 @@ AMBIGUOUS is absorbing for every automatic actor: only an operator's recorded ob
 the body (INTENDED, FAILED_BEFORE_DISPATCH, COMPENSATED) may be intended again.
 
 The fingerprint is what makes "the same effect" a fact rather than a caller's claim: it is
-recomputed by the ledger over the node, the operation, the normalized destination, the
-canonical arguments and the approval slot, and never taken from the caller.
+recomputed by the ledger over the node, the operation, the normalized destination and the
+canonical arguments, and never taken from the caller. An approval slot is part of it only for
+a declared repeat (a slot *and* a reason): otherwise a fresh slot id would be enough to
+disguise one repeated logical effect as a new one.
 """
 
 from __future__ import annotations
@@ -132,10 +134,34 @@ def normalize_destination(destination: str) -> str:
     return dest
 
 
+def identity_slot(approval_slot: str | None, repeat_reason: str | None) -> str | None:
+    """The approval slot that belongs to an effect's identity: a declared repeat's, else None.
+
+    A slot presented without a reason is not evidence of a second effect, so it is dropped
+    here; that keeps one logical effect at one fingerprint whatever slot ids callers invent.
+    """
+    if repeat_reason is None:
+        return None
+    if approval_slot is None:
+        raise BadInput(
+            "--repeat-reason: a deliberate repeat needs its own --slot", field="repeat_reason"
+        )
+    if not repeat_reason.strip():
+        raise BadInput("--repeat-reason: must not be empty", field="repeat_reason")
+    if not approval_slot.strip():
+        raise BadInput("slot: a deliberate repeat's slot must not be empty", field="slot")
+    return approval_slot
+
+
 def effect_payload(
     *, node: str, operation: str, destination: str, arguments: JsonValue, approval_slot: str | None
 ) -> dict[str, Any]:
-    """The semantic payload the fingerprint covers (generation deliberately excluded)."""
+    """The semantic payload the fingerprint covers (generation deliberately excluded).
+
+    ``approval_slot`` is the slot of the identity (see :func:`identity_slot`): None for a
+    logical effect itself, the slot for a declared repeat. The key is always present, so the
+    fingerprints of effects recorded before repeats had to be declared stay what they were.
+    """
     canonical_bytes(arguments)  # refuses NaN, huge integers and non-JSON values up front
     return {
         "node": node,
@@ -149,7 +175,12 @@ def effect_payload(
 def fingerprint(
     *, node: str, operation: str, destination: str, arguments: JsonValue, approval_slot: str | None
 ) -> str:
-    """SHA-256 (scope ``onstation-effect-v1``) over the canonical semantic payload."""
+    """SHA-256 (scope ``onstation-effect-v1``) over the canonical semantic payload.
+
+    Recomputing an effect record's fingerprint passes its recorded ``approval_slot``, which
+    the ledger sets only for a declared repeat; an intent goes through
+    :func:`intent_fingerprint` instead.
+    """
     return digest(
         EFFECT_SCOPE,
         effect_payload(
@@ -159,6 +190,25 @@ def fingerprint(
             arguments=arguments,
             approval_slot=approval_slot,
         ),
+    )
+
+
+def intent_fingerprint(
+    *,
+    node: str,
+    operation: str,
+    destination: str,
+    arguments: JsonValue,
+    approval_slot: str | None,
+    repeat_reason: str | None,
+) -> str:
+    """The fingerprint of an intent as presented: an undeclared slot does not change it."""
+    return fingerprint(
+        node=node,
+        operation=operation,
+        destination=destination,
+        arguments=arguments,
+        approval_slot=identity_slot(approval_slot, repeat_reason),
     )
 
 

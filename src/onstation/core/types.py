@@ -131,7 +131,12 @@ class Denial(Record):
 
 @dataclass(frozen=True)
 class Effect(Record):
-    """One logical non-idempotent effect and where it stands."""
+    """One logical non-idempotent effect and where it stands.
+
+    ``approval_slot`` is set only on a declared repeat (and on effects recorded before
+    schema 5); ``repeat_of`` then names the effect it deliberately repeats, and
+    ``repeat_reason`` says why.
+    """
 
     effect_id: str
     node: str
@@ -148,6 +153,8 @@ class Effect(Record):
     updated_at: datetime
     resolved_by: str | None = None
     resolution: str | None = None
+    repeat_of: str | None = None
+    repeat_reason: str | None = None
 
 
 @dataclass(frozen=True)

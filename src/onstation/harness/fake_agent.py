@@ -11,8 +11,13 @@ stop. Launched as a successor (``ONSTATION_CHALLENGE`` in its environment) it an
 challenge first and heartbeats. It can be told to crash, hang, or wake up after being
 fenced, which is what the end-to-end tests of the failure rules need.
 
+It is a stand-in, so it never touches a user's work: it commits and pushes only in a
+repository marked as scratch (:func:`mark_scratch_workspace`, or ``--scratch-workspace``), and
+pushes only to a bare repository on this machine. Anything else is refused before it writes.
+
 Exit codes: 0 done or relieved, 2 bad input, 3 denied (fenced, or never made RUNNING),
-1 anything unexpected (one line on stderr).
+4 blocked (not a scratch workspace, or a push target that is not a local bare repository;
+nothing written), 1 anything unexpected (one line on stderr).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -40,6 +46,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_BAD_INPUT = 2
 EXIT_DENIED = 3
+EXIT_BLOCKED = 4
 EXIT_CONFLICT = 5
 
 PROG = "onstation fake-agent"
@@ -65,6 +72,11 @@ RUNNING_RETRIES = 30
 RUNNING_RETRY_DELAY = 0.2
 FENCE_POLL = 0.2
 
+#: Kept in the repository's git directory, never in its work tree: it is never committed,
+#: cloned or shown by ``git status``, so a clone of a scratch repository is not scratch.
+SCRATCH_MARKER = "onstation-scratch-workspace"
+SCRATCH_FLAG = "--scratch-workspace"
+
 
 class AgentError(Exception):
     """Something unexpected: exit 1 with one line on stderr."""
@@ -72,6 +84,10 @@ class AgentError(Exception):
 
 class AgentDenied(Exception):
     """This body may not act (fenced, or never made RUNNING): exit 3."""
+
+
+class AgentRefused(Exception):
+    """Not a repository a stand-in may touch, or a push that would leave this machine: exit 4."""
 
 
 # ------------------------------------------------------------------------------------------
@@ -102,6 +118,7 @@ class Options:
     prompt: str | None = None
     coordinator: str | None = None
     step_seconds: float = 0.0
+    scratch_workspace: bool = False
 
 
 def _int(text: str) -> int:
@@ -156,7 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="A fake Claude Code session for demos and end-to-end tests: real git, "
         "real hook calls, a transcript with growing usage; no model provider.",
         epilog="Exit codes: 0 done or relieved, 2 bad input, 3 denied (fenced, or never made "
-        "RUNNING), 1 anything else.",
+        "RUNNING), 4 blocked (not a scratch workspace, or a push target that is not a bare "
+        "repository on this machine; nothing written), 1 anything else.",
     )
     p.add_argument(
         "--workspace",
@@ -164,6 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="DIR",
         help="A git repository bound to the node (onstation install claude-code).",
+    )
+    p.add_argument(
+        SCRATCH_FLAG,
+        action="store_true",
+        help="The workspace is a throwaway repository: commit and push in it although it "
+        "carries no scratch marker. Pushes still go only to a bare repository on this machine.",
     )
     p.add_argument(
         "--node",
@@ -304,6 +328,7 @@ def parse_args(argv: list[str]) -> Options:
         prompt=ns.prompt,
         coordinator=ns.coordinator,
         step_seconds=max(0.0, ns.step_seconds),
+        scratch_workspace=ns.scratch_workspace,
     )
 
 
@@ -329,21 +354,127 @@ def _die_by_sigkill() -> NoReturn:
         time.sleep(1)
 
 
+# ------------------------------------------------------------------------------------------
+# whose repository: a stand-in works only in scratch ones, and pushes only to this machine
+
+
+def _git_out(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str | None:
+    """stdout of a read-only git command, None when it fails."""
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=60,
+        check=False,
+    )  # fmt: skip
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _toplevel_and_git_dir(workspace: Path, env: dict[str, str] | None) -> tuple[Path, Path]:
+    out = _git_out(workspace, "rev-parse", "--show-toplevel", "--absolute-git-dir", env=env)
+    lines = (out or "").splitlines()
+    if len(lines) != 2:
+        raise BadInput(f"--workspace: {workspace} is not a git repository with a work tree")
+    return Path(os.path.realpath(lines[0])), Path(lines[1])
+
+
+def mark_scratch_workspace(workspace: Path) -> Path:
+    """Mark a repository its creator made as a throwaway one; returns the marker's path.
+
+    For the demo and the tests, which create the repositories the fake agent works in. The
+    marker names the work tree it was written for, so a copied git directory does not carry
+    the permission elsewhere. Written atomically, never through a symlink.
+    """
+    top, git_dir = _toplevel_and_git_dir(workspace, None)
+    marker = git_dir / SCRATCH_MARKER
+    body = {"workspace": str(top), "why": "a scratch repository: onstation fake-agent may "
+            "commit and push here"}  # fmt: skip
+    temporary = git_dir / f".{SCRATCH_MARKER}.{os.getpid()}.tmp"
+    temporary.unlink(missing_ok=True)
+    with temporary.open("x", encoding="utf-8") as fh:
+        fh.write(json.dumps(body) + "\n")
+    os.replace(temporary, marker)
+    return marker
+
+
+def is_scratch_workspace(workspace: Path, env: dict[str, str] | None = None) -> bool:
+    """Whether the repository at ``workspace`` carries a scratch marker written for it."""
+    try:
+        top, git_dir = _toplevel_and_git_dir(workspace, env)
+    except BadInput:
+        return False
+    marker = git_dir / SCRATCH_MARKER
+    try:
+        if not marker.is_file() or marker.is_symlink():
+            return False
+        data = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("workspace") == str(top)
+
+
+def local_bare_repository(url: str, cwd: Path, env: dict[str, str] | None = None) -> str | None:
+    """None when ``url`` is a bare repository on this machine (a path or a ``file://`` URL);
+    else why it is not. Follows git's own reading of a remote URL, so nothing git would send
+    over a network is taken for a path."""
+    if url.lower().startswith("file://"):
+        parts = urllib.parse.urlsplit(url)
+        if parts.netloc:
+            return f"{url!r} is a file:// URL naming host {parts.netloc!r}"
+        raw = urllib.parse.unquote(parts.path)
+    elif ":" in url.split("/", 1)[0]:
+        # git reads a colon before the first slash as SCHEME://, HOST:PATH (ssh) or
+        # TRANSPORT::ADDRESS (a remote helper): all of them may leave this machine.
+        return f"{url!r} is not a path on this machine"
+    else:
+        raw = url
+    if not raw:
+        return "the URL is empty"
+    path = Path(raw) if os.path.isabs(raw) else cwd / raw
+    if not path.is_dir():
+        return f"{url!r} is not a directory on this machine"
+    bare = _git_out(path, "--git-dir", str(path), "rev-parse", "--is-bare-repository", env=env)
+    if bare != "true":
+        # A non-bare repository is somebody's checkout: pushing into it touches their work.
+        return f"{url!r} is not a bare git repository"
+    return None
+
+
+def push_refusal(workspace: Path, remote: str, env: dict[str, str] | None = None) -> str | None:
+    """None when every URL ``git push REMOTE`` may use (url and pushurl, after git's
+    insteadOf rewriting) is a bare repository on this machine; else one line saying why."""
+    urls: list[str] = []
+    for push in (False, True):
+        out = _git_out(workspace, "remote", "get-url", "--all", *(["--push"] if push else []),
+                       remote, env=env)  # fmt: skip
+        # With no such remote git takes the name itself for a URL (a path).
+        for url in out.splitlines() if out is not None else [remote]:
+            if url not in urls:
+                urls.append(url)
+    for url in urls:
+        why = local_bare_repository(url, workspace, env)
+        if why is not None:
+            return f"remote {remote} pushes to {why}"
+    return None
+
+
 class Log:
-    """JSON lines of what the agent did; each line is flushed so a SIGKILL loses none."""
+    """JSON lines of what the agent did; each line is flushed so a SIGKILL loses none.
+
+    The file is opened at the first event, not before: a run refused before it writes
+    anything must not have created a file, possibly inside the repository it refused.
+    """
 
     def __init__(self, path: Path | None) -> None:
         self._lock = threading.Lock()
         self._fh: TextIO | None = None
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = path.open("a", encoding="utf-8")
+        self.path = path
 
     def __call__(self, event: str, **fields: Any) -> None:
-        if self._fh is None:
+        if self.path is None:
             return
         line = json.dumps({"at": _now(), "event": event, **fields}, default=str)
         with self._lock:
+            if self._fh is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fh = self.path.open("a", encoding="utf-8")
             self._fh.write(line + "\n")
             self._fh.flush()
 
@@ -351,6 +482,7 @@ class Log:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
+        self.path = None
 
 
 class Transcript:
@@ -699,6 +831,7 @@ class FakeAgent:
         self.transcript: Transcript | None = None
         self.hooks: Hooks | None = None
         self.branch: str | None = None
+        self.toplevel: Path | None = None
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -767,6 +900,7 @@ class FakeAgent:
         listed = self.git("ls-tree", "--name-only", "HEAD", "work/", check=False)
         found = [int(m.group(1)) for m in re.finditer(r"step-(\d+)\.txt", listed.stdout)]
         self.first_step = max(found, default=0) + 1
+        self._refuse_foreign_repository(Path(os.path.realpath(top.stdout.strip())))
         path = self.o.transcript or self._challenge_sink()
         path = path or self.workspace.parent / f"{self.o.session_id}.jsonl"
         self.transcript = Transcript(
@@ -787,6 +921,40 @@ class FakeAgent:
             challenge=self.challenge is not None,
         )
 
+    def _refuse_foreign_repository(self, top: Path) -> None:
+        """Refuse, before the first write, a repository a stand-in must not touch.
+
+        Run on a user's repository, a fake agent would commit "fake work" to their branch and
+        push it to their origin; only the creator of a scratch repository can say it is one.
+        """
+        self.toplevel = top
+        if not (self.o.scratch_workspace or is_scratch_workspace(self.workspace, self.env)):
+            raise AgentRefused(
+                f"{top} is not a scratch workspace (no {SCRATCH_MARKER} marker in its git "
+                "directory): a stand-in never commits or pushes in a repository it did not "
+                f"create; pass {SCRATCH_FLAG} if this repository is a throwaway one"
+            )
+        if self._may_push():
+            self._refuse_foreign_push()
+
+    def _may_push(self) -> bool:
+        return bool(self.o.push_every or self.o.crash_after_dispatch or self.o.wake_after_fence)
+
+    def _refuse_foreign_push(self) -> None:
+        """Pushes go only to a bare repository on this machine, whatever the flags say."""
+        why = push_refusal(self.workspace, "origin", self.env)
+        if why is not None:
+            raise AgentRefused(
+                f"{self.toplevel}: {why}; a stand-in pushes only to a bare repository on "
+                f"this machine ({SCRATCH_FLAG} does not change that)"
+            )
+
+    def _log_outside_repository(self) -> bool:
+        path = self.log.path
+        if path is None or self.toplevel is None:
+            return False
+        return not Path(os.path.realpath(path)).is_relative_to(self.toplevel)
+
     def _challenge_sink(self) -> Path | None:
         """The transcript path a launched successor's challenge binds it to, if any."""
         try:
@@ -805,6 +973,11 @@ class FakeAgent:
             self.log("exit", code=EXIT_DENIED, reason=str(exc))
             sys.stderr.write(f"{PROG}: denied: {exc}\n")
             return EXIT_DENIED
+        except AgentRefused as exc:
+            if self._log_outside_repository():  # a refused repository gets no file
+                self.log("exit", code=EXIT_BLOCKED, reason=f"blocked: {exc}")
+            sys.stderr.write(f"{PROG}: blocked: {exc}\n")
+            return EXIT_BLOCKED
         finally:
             if self.heartbeat is not None:
                 self.heartbeat.stop()
@@ -1075,6 +1248,7 @@ class FakeAgent:
             self.log("push_skipped", step=step, reason="detached HEAD: no branch to push")
             return
         argv = ["git", "push", "origin", self.branch]
+        self._refuse_foreign_push()  # the remote may have changed since start-up
         pushed = self.tool(
             step,
             "Bash",
@@ -1102,6 +1276,8 @@ class FakeAgent:
             self.log("stop_blocked", reason=reason)
             if self.brief_path is None and "brief" in reason:
                 self._write_brief(step, reason)  # what a real session does when told to
+        # The host ends the session as Claude Code does when a print-mode run finishes.
+        self.fire("SessionEnd", reason="other")
         self.log(
             "exit",
             code=EXIT_OK,
@@ -1149,6 +1325,10 @@ class FakeAgent:
             raise AgentError(f"{description}: unexpected output") from exc
         return data if isinstance(data, dict) else {}
 
+    def _generation_args(self) -> list[str]:
+        """A body's writes carry its generation (told by the hooks, or by its launcher)."""
+        return [] if self.generation is None else ["--generation", str(self.generation)]
+
     def _respawn_self(self, step: int) -> None:
         """The coordinator procedure: manifest, tell the spawner, stop (the lead respawns)."""
         l3, _, pun = str(self.o.coordinator).partition(":")
@@ -1161,18 +1341,13 @@ class FakeAgent:
         for n in range(step + 1, total + 1):
             args += ["--not-started", f"step {n}: write work/step-{n}.txt and commit it"]
         args += ["--next", f"continue from step {step + 1}", "--json"]
+        args += self._generation_args()
+        # manifest write also tells the spawner (COORD_RESPAWN TRIGGERED, the procedure's
+        # message), as a real coordinator's call does.
         manifest = self._cli_tool(step, args, "Write the continuation manifest")
         path = str(manifest.get("path"))
         node = self._cli_tool(step, ["node", "show", self.node, "--json"], "Find my spawner")
         spawner = node.get("spawner") or "team-lead"
-        self._cli_tool(
-            step,
-            ["message", "send", "--from", self.node, "--to", str(spawner), "--kind",
-             "respawn_triggered", "--body",
-             f"{self.node}: COORD_RESPAWN TRIGGERED; {len(self.done)}/{total} sub-tasks done; "
-             f"continuation manifest: {path}", "--json"],
-            "Notify my spawner",
-        )  # fmt: skip
         self.brief_path = path
         self.log("respawn_triggered", step=step, manifest=path, spawner=spawner)
 
@@ -1215,6 +1390,7 @@ class FakeAgent:
             "--handoff",
             f"onstation fake-agent --workspace {self.workspace} --node {self.node} --steps {total}",
             "--json",
+            *self._generation_args(),
         ]
         written = self._cli_tool(step, args, "Write turnover brief")
         if not isinstance(written.get("path"), str):
@@ -1296,6 +1472,8 @@ class FakeAgent:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_text("woken\n", encoding="utf-8")
                 else:
+                    if push in argvs:
+                        self._refuse_foreign_push()
                     self._bash(*argvs)()
                 self.log("wake_attempt", action=action, tool=name, denied=False)
             else:

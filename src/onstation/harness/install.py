@@ -26,7 +26,7 @@ from onstation.harness.files import write_inside
 RECORD = "onstation-install.json"
 
 CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
-                 "PreCompact"]  # fmt: skip
+                 "PreCompact", "SessionEnd"]  # fmt: skip
 CODEX_EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
                 "PreCompact"]  # fmt: skip
 

@@ -61,6 +61,8 @@ def _onstation() -> str:
 class Launcher:
     """Base launcher: a concrete one only says which argv to run."""
 
+    #: The ``--harness`` name that selects this launcher (recorded for the next relief).
+    name = "custom"
     harness = "command"
     model: str | None = None
     execution_class = "real-provider"
@@ -101,6 +103,8 @@ class Launcher:
 class FakeLauncher(Launcher):
     """The shipped fake harness (``onstation fake-agent``): no model provider needed."""
 
+    #: The ``--harness`` name that selects this launcher (recorded for the next relief).
+    name = "fake"
     harness = "claude-code"
     model = "fake-claude"
     execution_class = "fake"
@@ -114,6 +118,8 @@ class FakeLauncher(Launcher):
 class ClaudeLauncher(Launcher):
     """``claude -p`` with the successor prompt, the session id recorded, flags repeated."""
 
+    #: The ``--harness`` name that selects this launcher (recorded for the next relief).
+    name = "claude-code"
     harness = "claude-code"
     execution_class = "real-provider"
 
@@ -134,6 +140,8 @@ class ClaudeLauncher(Launcher):
 class CodexLauncher(Launcher):
     """``codex exec`` in the workspace, with the prompt and the flags given again."""
 
+    #: The ``--harness`` name that selects this launcher (recorded for the next relief).
+    name = "codex"
     harness = "codex-cli"
     execution_class = "real-provider"
 
@@ -151,6 +159,8 @@ class CommandLauncher(Launcher):
     """Any command, from a template: ``{node} {generation} {session_id} {workspace}
     {prompt_file}`` are replaced in each argument (no shell is involved)."""
 
+    #: The ``--harness`` name that selects this launcher (recorded for the next relief).
+    name = "command"
     harness = "claude-code"
     execution_class = "real-provider"
 
@@ -178,6 +188,8 @@ class InteractiveLauncher(Launcher):
     the successor's lease, gets the successor prompt through its SessionStart hook and answers
     the challenge itself."""
 
+    #: The ``--harness`` name that selects this launcher (recorded for the next relief).
+    name = "interactive"
     harness = "claude-code"
     execution_class = "real-provider"
     interactive = True

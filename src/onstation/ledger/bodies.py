@@ -22,7 +22,7 @@ from onstation.core.errors import BadInput, Conflict
 from onstation.core.names import validate_free_text, validate_name
 from onstation.core.types import Record
 from onstation.ledger.backends import Row, Tx
-from onstation.ledger.ledger import Ledger, _at, from_us
+from onstation.ledger.ledger import Ledger, _at, _CommitThenRaise, from_us
 
 #: Harness sessions sit idle for hours between prompts; a long lease renewed by every hook.
 SESSION_LEASE_TTL = timedelta(hours=12)
@@ -32,7 +32,7 @@ INTERACTIVE_HOLDER = "interactive successor (waiting for a session)"
 
 _SESSION_COLUMNS = (
     "session_id, harness, node, generation, lease_id, state, workspace, bound_at, "
-    "relief_requested_at, stop_blocked_at, telemetry_cursor, transcript_path"
+    "relief_requested_at, stop_blocked_at, telemetry_cursor, transcript_path, launcher"
 )
 
 
@@ -52,6 +52,8 @@ class BodySession(Record):
     stop_blocked_at: datetime | None
     telemetry_cursor: dict[str, Any] | None
     transcript_path: str | None = None
+    #: What the body runs under: {"harness": ...} and, for a launched body, its launch options.
+    launcher: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,22 @@ class Message(Record):
     reply_to: int | None
     created_at: datetime
     delivered_at: datetime | None
+    #: The recipient's generation this message concerns (None: whoever holds the identity).
+    generation: int | None = None
+    #: The generation a node sender wrote it under (None: an actor or operator).
+    sender_generation: int | None = None
+
+
+_MESSAGE_COLUMNS = (
+    "message_id, sender, recipient, kind, body, reply_to, created_at, delivered_at, generation, "
+    "sender_generation"
+)
+
+
+def _message(r: Row) -> Message:
+    return Message(int(r[0]), r[1], r[2], r[3], r[4], None if r[5] is None else int(r[5]),
+                   _at(r[6]), from_us(r[7]), None if r[8] is None else int(r[8]),
+                   None if r[9] is None else int(r[9]))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -93,6 +111,8 @@ class Document(Record):
     content: dict[str, Any]
     digest: str
     at: datetime
+    #: Written by a body after its generation was fenced: late, untrusted evidence only.
+    late: bool = False
 
 
 @dataclass(frozen=True)
@@ -125,6 +145,7 @@ def _session(row: Row) -> BodySession:
         stop_blocked_at=from_us(row[9]),
         telemetry_cursor=None if row[10] is None else json.loads(row[10]),
         transcript_path=row[11],
+        launcher=None if row[12] is None else json.loads(row[12]),
     )
 
 
@@ -232,6 +253,7 @@ class HarnessLedger:
         node: str,
         workspace: str | None,
         ttl: timedelta = SESSION_LEASE_TTL,
+        launcher: dict[str, Any] | None = None,
     ) -> Admission:
         """Admit the session as the node's body if it has no live body; else refuse it.
 
@@ -299,7 +321,14 @@ class HarnessLedger:
             except Conflict:
                 continue  # another session moved first; judge again
             admitted = self._record_session(
-                session_id, harness, node, live.generation, live.lease_id, "ADMITTED", workspace
+                session_id,
+                harness,
+                node,
+                live.generation,
+                live.lease_id,
+                "ADMITTED",
+                workspace,
+                launcher or {"harness": harness},
             )
             return Admission(admitted, True, False, holder, "admitted")
         raise Conflict(f"could not settle admission of session {session_id} for {node}")
@@ -327,7 +356,14 @@ class HarnessLedger:
         if not self.ledger._write(body):
             return None
         return self._record_session(
-            session_id, harness, node, lease.generation, lease.lease_id, "ADMITTED", workspace
+            session_id,
+            harness,
+            node,
+            lease.generation,
+            lease.lease_id,
+            "ADMITTED",
+            workspace,
+            {"harness": "interactive"},
         )
 
     def _record_session(
@@ -339,7 +375,10 @@ class HarnessLedger:
         lease_id: int | None,
         state: str,
         workspace: str | None,
+        launcher: dict[str, Any] | None = None,
     ) -> BodySession:
+        launcher_text = None if launcher is None else json.dumps(launcher, sort_keys=True)
+
         def body(tx: Tx, now: int) -> BodySession:
             existing = self._load_session(tx, session_id)
             if existing is not None and existing.state == "ADMITTED":
@@ -347,14 +386,24 @@ class HarnessLedger:
             if existing is None:
                 tx.run(
                     f"INSERT INTO body_session ({_SESSION_COLUMNS}) VALUES "
-                    "(?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL)",
-                    (session_id, harness, node, generation, lease_id, state, workspace, now),
+                    "(?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL, ?)",
+                    (
+                        session_id,
+                        harness,
+                        node,
+                        generation,
+                        lease_id,
+                        state,
+                        workspace,
+                        now,
+                        launcher_text,
+                    ),
                 )
             else:
                 tx.run(
                     "UPDATE body_session SET generation = ?, lease_id = ?, state = ?, "
-                    "bound_at = ? WHERE session_id = ?",
-                    (generation, lease_id, state, now, session_id),
+                    "bound_at = ?, launcher = COALESCE(?, launcher) WHERE session_id = ?",
+                    (generation, lease_id, state, now, launcher_text, session_id),
                 )
             if existing is None or existing.state != state:
                 self.ledger._event(tx, now, node=node, kind=f"session.{state.lower()}",
@@ -369,13 +418,25 @@ class HarnessLedger:
 
     def bind_launched_session(
         self, session_id: str, *, harness: str, node: str, generation: int, lease_id: int,
-        workspace: str | None,
+        workspace: str | None, launcher: dict[str, Any] | None = None,
     ) -> BodySession:  # fmt: skip
         """Bind a session onstation launched itself to the lease it was launched under."""
         _validate_session_id(session_id)
         return self._record_session(
-            session_id, harness, node, generation, lease_id, "ADMITTED", workspace
+            session_id, harness, node, generation, lease_id, "ADMITTED", workspace, launcher
         )
+
+    def recorded_launcher(self, node: str) -> dict[str, Any] | None:
+        """What the identity's newest admitted body runs under (None: no body recorded one)."""
+        validate_name(node, "node")
+        row = self.ledger._read(
+            lambda tx, _now: tx.one(
+                "SELECT launcher FROM body_session WHERE node = ? AND state = 'ADMITTED' "
+                "AND launcher IS NOT NULL ORDER BY generation DESC, bound_at DESC LIMIT 1",
+                (node,),
+            )
+        )
+        return None if row is None else dict(json.loads(row[0]))
 
     def set_session_flag(self, session_id: str, flag: str) -> None:
         """Stamp ``relief_requested_at`` or ``stop_blocked_at`` on a session (once)."""
@@ -479,11 +540,14 @@ class HarnessLedger:
         model: str | None,
         tier: str,
         supervised: bool = True,
+        tier_message: tuple[str, str] | None = None,
     ) -> bool:
         """Store the body's latest fill; True when this tier is new for this body.
 
         A tier is recorded once per body: the first time the body reports it, as an event
-        carrying the generation that reported it.
+        carrying the generation that reported it. ``tier_message`` (kind, text) is what the
+        body must hear on a new tier; it is queued for this body's generation in the same
+        transaction as the tier, so a crash cannot keep the tier and lose the request.
         """
 
         def body(tx: Tx, now: int) -> bool:
@@ -512,6 +576,18 @@ class HarnessLedger:
                                tier=tier, percent=round(percent, 2), source=source,
                                session_id=session.session_id,
                                supervised=supervised)  # fmt: skip
+            if tier_message is not None:
+                kind, text = tier_message
+                self._insert_message(tx, now, sender="onstation", recipient=session.node,
+                                     kind=kind, body=text, reply_to=None,
+                                     generation=session.generation,
+                                     sender_generation=None)  # fmt: skip
+                if kind.startswith("relief."):
+                    tx.run(
+                        "UPDATE body_session SET relief_requested_at = ? WHERE session_id = ? "
+                        "AND relief_requested_at IS NULL",
+                        (now, session.session_id),
+                    )
             return True
 
         return self.ledger._write(body)
@@ -537,67 +613,120 @@ class HarnessLedger:
     # -- messages -----------------------------------------------------------------------------
 
     def post_message(
-        self, *, sender: str, recipient: str, kind: str, body: str, reply_to: int | None = None
+        self,
+        *,
+        sender: str,
+        recipient: str,
+        kind: str,
+        body: str,
+        reply_to: int | None = None,
+        generation: int | None = None,
+        sender_generation: int | None = None,
     ) -> Message:
-        """Queue a message for an actor or a node."""
+        """Queue a message for an actor or a node.
+
+        ``generation`` addresses one body of the recipient: the message is delivered to that
+        generation only, never to a later one. ``sender_generation`` is the generation a node
+        writes under: it is checked like every other write of a body (a stale sender is denied
+        with a receipt), except for the one thing a relieved body may still say: its answer to
+        the shutdown request addressed to its own generation.
+        """
         validate_name(sender, "from")
         validate_name(recipient, "to")
         validate_name(kind, "kind")
         validate_free_text(body, "body", 20_000)
+        for value, label in ((generation, "generation"), (sender_generation, "sender generation")):
+            if value is not None and not 1 <= value <= 2**63 - 1:
+                raise BadInput(f"{label}: must be a positive integer", field=label)
 
         def run(tx: Tx, now: int) -> Message:
-            if (
-                reply_to is not None
-                and tx.one("SELECT 1 FROM message WHERE message_id = ?", (reply_to,)) is None
-            ):
-                raise BadInput(f"--reply-to: no such message {reply_to}")
-            row = tx.one(
-                "INSERT INTO message (sender, recipient, kind, body, reply_to, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?) RETURNING message_id",
-                (sender, recipient, kind, body, reply_to, now),
-            )
-            assert row is not None
-            node = tx.one("SELECT name FROM agent_node WHERE name = ?", (recipient,))
-            self.ledger._event(tx, now, node=None if node is None else recipient,
-                               kind="message.sent", generation=None, actor=sender,
-                               message_id=int(row[0]), to=recipient, message_kind=kind,
-                               reply_to=reply_to)  # fmt: skip
-            return Message(int(row[0]), sender, recipient, kind, body, reply_to, _at(now), None)
+            replied = None
+            if reply_to is not None:
+                replied = tx.one(
+                    "SELECT recipient, kind, generation FROM message WHERE message_id = ?",
+                    (reply_to,),
+                )
+                if replied is None:
+                    raise BadInput(f"--reply-to: no such message {reply_to}")
+            if sender_generation is not None:
+                own_shutdown = (
+                    replied is not None
+                    and replied[0] == sender
+                    and replied[1] == "shutdown_request"
+                    and replied[2] == sender_generation
+                )
+                if not own_shutdown:
+                    self.ledger._guard(tx, now, sender, sender_generation, f"message {kind}")
+            return self._insert_message(tx, now, sender=sender, recipient=recipient, kind=kind,
+                                        body=body, reply_to=reply_to, generation=generation,
+                                        sender_generation=sender_generation)  # fmt: skip
 
         return self.ledger._write(run)
 
-    def take_messages(self, recipient: str, *, delivered_to: str) -> list[Message]:
-        """Every undelivered message for ``recipient``, marked delivered in the same step."""
+    def _insert_message(
+        self, tx: Tx, now: int, *, sender: str, recipient: str, kind: str, body: str,
+        reply_to: int | None, generation: int | None, sender_generation: int | None,
+    ) -> Message:  # fmt: skip
+        row = tx.one(
+            "INSERT INTO message (sender, recipient, kind, body, reply_to, created_at, "
+            "generation, sender_generation) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING message_id",
+            (sender, recipient, kind, body, reply_to, now, generation, sender_generation),
+        )
+        assert row is not None
+        node = tx.one("SELECT name FROM agent_node WHERE name = ?", (recipient,))
+        self.ledger._event(tx, now, node=None if node is None else recipient,
+                           kind="message.sent", generation=generation, actor=sender,
+                           message_id=int(row[0]), to=recipient, message_kind=kind,
+                           reply_to=reply_to, sender_generation=sender_generation)  # fmt: skip
+        return Message(int(row[0]), sender, recipient, kind, body, reply_to, _at(now), None,
+                       generation, sender_generation)  # fmt: skip
+
+    def take_messages(
+        self, recipient: str, *, delivered_to: str, generation: int | None = None,
+        fenced: bool = False,
+    ) -> list[Message]:  # fmt: skip
+        """Every undelivered message for ``recipient``, marked delivered in the same step.
+
+        With ``generation`` (a body taking its messages): the messages addressed to that
+        generation, and, unless the body is ``fenced``, those addressed to the identity at
+        large. A message for another generation is never handed to this body.
+        """
         validate_name(recipient, "to")
 
         def run(tx: Tx, now: int) -> list[Message]:
+            args: tuple[int, ...] = ()
+            if generation is None:
+                scope = ""
+            elif fenced:
+                scope, args = " AND generation = ?", (generation,)
+            else:
+                scope, args = " AND (generation IS NULL OR generation = ?)", (generation,)
             rows = tx.all(
                 "UPDATE message SET delivered_at = ?, delivered_to = ? "
-                "WHERE recipient = ? AND delivered_at IS NULL "
-                "RETURNING message_id, sender, recipient, kind, body, reply_to, created_at",
-                (now, delivered_to, recipient),
+                f"WHERE recipient = ? AND delivered_at IS NULL{scope} "
+                f"RETURNING {_MESSAGE_COLUMNS}",
+                (now, delivered_to, recipient, *args),
             )
-            return sorted(
-                (
-                    Message(int(r[0]), r[1], r[2], r[3], r[4],
-                            None if r[5] is None else int(r[5]), _at(r[6]), _at(now))
-                    for r in rows
-                ),
-                key=lambda m: m.message_id,
-            )  # fmt: skip
+            return sorted((_message(r) for r in rows), key=lambda m: m.message_id)
 
         return self.ledger._write(run)
 
-    def expire_messages(self, recipient: str, *, reason: str) -> int:
-        """Mark every undelivered message for ``recipient`` as expired (never delivered)."""
+    def expire_messages(self, recipient: str, *, reason: str, generation: int | None = None) -> int:
+        """Mark undelivered messages for ``recipient`` as expired (never delivered): those
+        addressed to ``generation`` or an earlier one, or all of them.
+
+        What was addressed to the identity at large (an executor's APPROACH, a task note) is
+        work of the identity and waits for its next body."""
         validate_name(recipient, "to")
 
         def run(tx: Tx, now: int) -> int:
+            scope = "" if generation is None else " AND generation <= ?"
             return tx.run(
                 "UPDATE message SET delivered_at = ?, delivered_to = ? "
-                "WHERE recipient = ? AND delivered_at IS NULL",
-                (now, f"expired: {reason}", recipient),
-            )
+                f"WHERE recipient = ? AND delivered_at IS NULL{scope}",
+                (now, f"expired: {reason}", recipient,
+                 *(() if generation is None else (generation,))),
+            )  # fmt: skip
 
         return self.ledger._write(run)
 
@@ -606,19 +735,10 @@ class HarnessLedger:
         validate_name(recipient, "to")
         return self.ledger._read(
             lambda tx, _now: [
-                Message(
-                    int(r[0]),
-                    r[1],
-                    r[2],
-                    r[3],
-                    r[4],
-                    None if r[5] is None else int(r[5]),
-                    _at(r[6]),
-                    from_us(r[7]),
-                )
+                _message(r)
                 for r in tx.all(
-                    "SELECT message_id, sender, recipient, kind, body, reply_to, created_at, "
-                    "delivered_at FROM message WHERE recipient = ? ORDER BY message_id",
+                    f"SELECT {_MESSAGE_COLUMNS} FROM message WHERE recipient = ? "
+                    "ORDER BY message_id",
                     (recipient,),
                 )
             ]
@@ -629,10 +749,11 @@ class HarnessLedger:
         validate_name(node, "node")
         return self.ledger._read(
             lambda tx, _now: [
-                Message(int(r[0]), r[1], r[2], r[3], r[4], None, _at(r[5]), from_us(r[6]))
+                _message(r)
                 for r in tx.all(
-                    "SELECT m.message_id, m.sender, m.recipient, m.kind, m.body, m.created_at, "
-                    "m.delivered_at FROM message m WHERE m.recipient = ? "
+                    "SELECT m.message_id, m.sender, m.recipient, m.kind, m.body, m.reply_to, "
+                    "m.created_at, m.delivered_at, m.generation, m.sender_generation "
+                    "FROM message m WHERE m.recipient = ? "
                     "AND m.kind IN ('APPROACH', 'CHECKPOINT') AND NOT EXISTS "
                     "(SELECT 1 FROM message r WHERE r.reply_to = m.message_id) "
                     "ORDER BY m.message_id",
@@ -644,9 +765,14 @@ class HarnessLedger:
     # -- notes and documents ------------------------------------------------------------------
 
     def add_note(
-        self, node: str, *, kind: str, text: str, rationale: str | None = None, by: str
-    ) -> Note:
-        """Record a decision (with its rationale) or a note under the current generation."""
+        self, node: str, *, kind: str, text: str, rationale: str | None = None, by: str,
+        generation: int | None = None,
+    ) -> Note:  # fmt: skip
+        """Record a decision (with its rationale) or a note.
+
+        ``generation`` is the writing body's: a stale one is denied with a receipt. Without
+        it (an operator's note) the note is filed under the current generation.
+        """
         validate_name(node, "node")
         if kind not in ("decision", "note"):
             raise BadInput(f"note kind must be decision or note, not {kind!r}")
@@ -657,6 +783,8 @@ class HarnessLedger:
             validate_free_text(rationale, "why")
 
         def body(tx: Tx, now: int) -> Note:
+            if generation is not None:
+                self.ledger._guard(tx, now, node, generation, f"note {kind}")
             current = self.ledger._lock_node(tx, node)
             row = tx.one(
                 "INSERT INTO note (node, generation, kind, text, rationale, at) "
@@ -686,43 +814,82 @@ class HarnessLedger:
         )
 
     def record_document(
-        self, node: str, *, kind: str, path: str, content: dict[str, Any], by: str
-    ) -> Document:
-        """Keep the JSON form of a brief or manifest, exactly as a successor will get it."""
+        self, node: str, *, kind: str, path: str, content: dict[str, Any], by: str,
+        generation: int | None = None,
+    ) -> Document:  # fmt: skip
+        """Keep the JSON form of a brief or manifest, exactly as a successor will get it.
+
+        ``generation`` is the writing body's; without it (the relief's own emergency brief,
+        a report) the document is filed under the current generation. A body whose generation
+        is stale is denied with a receipt (:class:`StaleGeneration`); a brief it wrote is
+        still kept, as late, untrusted evidence (``late``), never as a relief's hand-over.
+        """
         validate_name(node, "node")
         text = json.dumps(content, sort_keys=True, ensure_ascii=False)
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
 
-        def body(tx: Tx, now: int) -> Document:
-            current = self.ledger._lock_node(tx, node)
+        def insert(tx: Tx, now: int, stamped: int, late: bool) -> Document:
             row = tx.one(
-                "INSERT INTO document (node, generation, kind, path, content, digest, at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING document_id",
-                (node, current.generation, kind, path, text, digest, now),
+                "INSERT INTO document (node, generation, kind, path, content, digest, at, late) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING document_id",
+                (node, stamped, kind, path, text, digest, now, 1 if late else 0),
             )
             assert row is not None
-            self.ledger._event(tx, now, node=node, kind=f"{kind}.written",
-                               generation=current.generation, actor=by, path=path,
+            self.ledger._event(tx, now, node=node,
+                               kind=f"{kind}.{'late' if late else 'written'}",
+                               generation=stamped, actor=by, path=path,
                                document_id=int(row[0]), digest=digest)  # fmt: skip
-            return Document(int(row[0]), node, current.generation, kind, path, content, digest,
-                            _at(now))  # fmt: skip
+            return Document(int(row[0]), node, stamped, kind, path, content, digest, _at(now),
+                            late)  # fmt: skip
+
+        def body(tx: Tx, now: int) -> Document:
+            if generation is not None:
+                try:
+                    self.ledger._guard(tx, now, node, generation, f"{kind} write")
+                except _CommitThenRaise:
+                    # The denial receipt is written; a brief is kept as late evidence beside
+                    # it, committed together, and the writer is still told it was denied.
+                    if kind == "brief":
+                        insert(tx, now, generation, True)
+                    raise
+                return insert(tx, now, generation, False)
+            current = self.ledger._lock_node(tx, node)
+            return insert(tx, now, current.generation, False)
 
         return self.ledger._write(body)
 
+    _DOCUMENT_COLUMNS = "document_id, node, generation, kind, path, content, digest, at, late"
+
+    @staticmethod
+    def _document(row: Row) -> Document:
+        return Document(int(row[0]), row[1], int(row[2]), row[3], row[4], json.loads(row[5]),
+                        row[6], _at(row[7]), bool(row[8]))  # fmt: skip
+
     def latest_document(self, node: str, kind: str) -> Document | None:
-        """The newest brief or manifest of ``node``."""
+        """The newest brief or manifest of ``node`` (late briefs are not hand-overs)."""
         validate_name(node, "node")
         row = self.ledger._read(
             lambda tx, _now: tx.one(
-                "SELECT document_id, node, generation, kind, path, content, digest, at "
-                "FROM document WHERE node = ? AND kind = ? ORDER BY document_id DESC LIMIT 1",
+                f"SELECT {self._DOCUMENT_COLUMNS} FROM document WHERE node = ? AND kind = ? "
+                "AND late = 0 ORDER BY document_id DESC LIMIT 1",
                 (node, kind),
             )
         )
-        if row is None:
-            return None
-        return Document(int(row[0]), row[1], int(row[2]), row[3], row[4], json.loads(row[5]),
-                        row[6], _at(row[7]))  # fmt: skip
+        return None if row is None else self._document(row)
+
+    def late_documents(self, node: str, *, since_id: int = 0) -> list[Document]:
+        """Briefs written by fenced bodies after their fence: late, untrusted evidence."""
+        validate_name(node, "node")
+        return [
+            self._document(r)
+            for r in self.ledger._read(
+                lambda tx, _now: tx.all(
+                    f"SELECT {self._DOCUMENT_COLUMNS} FROM document WHERE node = ? AND late = 1 "
+                    "AND document_id > ? ORDER BY document_id",
+                    (node, since_id),
+                )
+            )
+        ]
 
 
 __all__ = [

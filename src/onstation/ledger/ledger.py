@@ -28,6 +28,7 @@ from onstation.core.effects import (
     effect_id_for,
     effect_payload,
     fingerprint,
+    identity_slot,
     next_state,
 )
 from onstation.core.errors import (
@@ -71,8 +72,13 @@ _LEASE_COLUMNS = (
 _LEASE_FROM = "body_lease l"
 _EFFECT_COLUMNS = (
     "effect_id, node, generation, fingerprint, operation, destination, arguments, "
-    "approval_slot, caller_ref, state, result, created_at, updated_at, resolved_by, resolution"
+    "approval_slot, caller_ref, state, result, created_at, updated_at, resolved_by, resolution, "
+    "repeat_of, repeat_reason"
 )
+
+
+#: What a counted respawn is: a coordinator's self-respawn, or a relief of a body.
+RESPAWN_KINDS = ("coordinator", "relief")
 
 
 def system_clock() -> datetime:
@@ -124,10 +130,15 @@ class Ledger:
         *,
         clock: Clock = system_clock,
         respawn_policy: RespawnPolicy | None = None,
+        relief_policy: RespawnPolicy | None = None,
     ) -> None:
         self.backend = backend
         self._clock = clock
+        #: The coordinator procedure's cap on self-respawns (3 per 24 h by default).
         self.respawn_policy = respawn_policy or RespawnPolicy()
+        #: Births per window for bodies relieved by their lead or an operator; the same numbers
+        #: as the coordinator cap unless configured, but counted apart from it.
+        self.relief_policy = relief_policy or self.respawn_policy
 
     @classmethod
     def open(
@@ -136,9 +147,11 @@ class Ledger:
         *,
         clock: Clock = system_clock,
         respawn_policy: RespawnPolicy | None = None,
+        relief_policy: RespawnPolicy | None = None,
     ) -> Ledger:
         """Open the ledger a URL names: a SQLite path (default) or a ``postgresql://`` URL."""
-        return cls(open_backend(url), clock=clock, respawn_policy=respawn_policy)
+        return cls(open_backend(url), clock=clock, respawn_policy=respawn_policy,
+                   relief_policy=relief_policy)  # fmt: skip
 
     def close(self) -> None:
         """Release the connection."""
@@ -252,6 +265,8 @@ class Ledger:
             updated_at=_at(row[12]),
             resolved_by=row[13],
             resolution=row[14],
+            repeat_of=row[15],
+            repeat_reason=row[16],
         )
 
     def _lock_node(self, tx: Tx, name: str) -> AgentNode:
@@ -591,101 +606,107 @@ class Ledger:
         if expect_generation is not None and expect_generation < 1:
             raise BadInput("expected generation: must be at least 1", field="generation")
 
-        def body(tx: Tx, now: int) -> BodyLease:
-            pg = self.backend.name == "postgres"
-            if pg:
-                # Take the locks first, in their own statement, so that the read below gets a
-                # snapshot taken after them: it then sees a halt or a lease committed while we
-                # waited (a single statement would keep its pre-wait snapshot for the joins).
-                tx.one(
-                    "SELECT n.generation FROM agent_node n CROSS JOIN gate g WHERE n.name = ? "
-                    "FOR UPDATE OF n FOR SHARE OF g",
-                    (node,),
-                )
-            # One round trip reads the node (locked), its current lease, any halt in force and
-            # the open episode (and, on PostgreSQL, takes the halt gate in share mode):
-            # admission is on the hot path of every relief.
-            row = tx.one(
-                "SELECT n.generation, n.state, l.lease_id, l.state, l.expires_at, l.holder, "
-                "(SELECT h.halt_id FROM halt h WHERE h.lifted_at IS NULL "
-                " AND (h.node IS NULL OR h.node = n.name) ORDER BY h.halt_id LIMIT 1), "
-                "(SELECT e.episode_id FROM work_episode e WHERE e.node = n.name "
-                " AND e.state = 'OPEN') "
-                "FROM agent_node n LEFT JOIN body_lease l "
-                "ON l.node = n.name AND l.generation = n.generation WHERE n.name = ?",
+        return self._write(
+            lambda tx, now: self._acquire_in(tx, now, node, holder, ttl, expect_generation, by)
+        )
+
+    def _acquire_in(
+        self, tx: Tx, now: int, node: str, holder: str | None, ttl: timedelta,
+        expect_generation: int | None, by: str,
+    ) -> BodyLease:  # fmt: skip
+        """Admit a body inside the caller's transaction (see :meth:`acquire_lease`)."""
+        pg = self.backend.name == "postgres"
+        if pg:
+            # Take the locks first, in their own statement, so that the read below gets a
+            # snapshot taken after them: it then sees a halt or a lease committed while we
+            # waited (a single statement would keep its pre-wait snapshot for the joins).
+            tx.one(
+                "SELECT n.generation FROM agent_node n CROSS JOIN gate g WHERE n.name = ? "
+                "FOR UPDATE OF n FOR SHARE OF g",
                 (node,),
             )
-            if row is None:
-                raise BadInput(f"no such node {node!r}", node=node)
-            generation, state = int(row[0]), row[1]
-            if state != "ACTIVE":
-                raise BlockedByPolicy(f"node {node!r} is retired; admission refused", node=node)
-            if row[6] is not None:
-                self._refuse_if_halted(tx, node, "admission")
-            if expect_generation is not None and expect_generation != generation:
+        # One round trip reads the node (locked), its current lease, any halt in force and
+        # the open episode (and, on PostgreSQL, takes the halt gate in share mode):
+        # admission is on the hot path of every relief.
+        row = tx.one(
+            "SELECT n.generation, n.state, l.lease_id, l.state, l.expires_at, l.holder, "
+            "(SELECT h.halt_id FROM halt h WHERE h.lifted_at IS NULL "
+            " AND (h.node IS NULL OR h.node = n.name) ORDER BY h.halt_id LIMIT 1), "
+            "(SELECT e.episode_id FROM work_episode e WHERE e.node = n.name "
+            " AND e.state = 'OPEN') "
+            "FROM agent_node n LEFT JOIN body_lease l "
+            "ON l.node = n.name AND l.generation = n.generation WHERE n.name = ?",
+            (node,),
+        )
+        if row is None:
+            raise BadInput(f"no such node {node!r}", node=node)
+        generation, state = int(row[0]), row[1]
+        if state != "ACTIVE":
+            raise BlockedByPolicy(f"node {node!r} is retired; admission refused", node=node)
+        if row[6] is not None:
+            self._refuse_if_halted(tx, node, "admission")
+        if expect_generation is not None and expect_generation != generation:
+            raise Conflict(
+                f"generation of {node!r} is {generation}, not {expect_generation}",
+                node=node, generation=generation,
+            )  # fmt: skip
+        if row[2] is not None:
+            if row[3] == LeaseState.LIVE.value and now < int(row[4]):
                 raise Conflict(
-                    f"generation of {node!r} is {generation}, not {expect_generation}",
-                    node=node, generation=generation,
-                )  # fmt: skip
-            if row[2] is not None:
-                if row[3] == LeaseState.LIVE.value and now < int(row[4]):
-                    raise Conflict(
-                        f"{node!r} generation {generation} already has a live body "
-                        f"({row[5] or 'unnamed'})",
-                        node=node, generation=generation, lease_id=int(row[2]),
-                    )  # fmt: skip
-                raise Conflict(
-                    f"{node!r} generation {generation} already admitted a body "
-                    f"(lease {str(row[3]).lower()}); fence it with "
-                    f"--expect-generation {generation} to admit a new one",
+                    f"{node!r} generation {generation} already has a live body "
+                    f"({row[5] or 'unnamed'})",
                     node=node, generation=generation, lease_id=int(row[2]),
                 )  # fmt: skip
-            expires = now + int(ttl.total_seconds() * 1_000_000)
-            detail = {"holder": holder, "ttl_seconds": int(ttl.total_seconds())}
-            if pg:
-                # Lease, run and history in one statement: one round trip.
-                got = tx.one(
-                    "WITH lease AS ("
-                    " INSERT INTO body_lease (node, generation, state, holder, acquired_at,"
-                    " renewed_at, expires_at, episode_id) VALUES (?, ?, 'LIVE', ?, ?, ?, ?, ?)"
-                    " RETURNING lease_id),"
-                    " history AS ("
-                    " INSERT INTO event (node, kind, generation, actor, detail, at)"
-                    " SELECT ?, 'lease.acquired', ?, ?,"
-                    " (CAST(? AS jsonb) || jsonb_build_object('lease_id', lease_id))::text, ?"
-                    " FROM lease)"
-                    " SELECT lease_id FROM lease",
-                    (node, generation, holder, now, now, expires, row[7],
-                     node, generation, by, json.dumps(detail), now),
-                )  # fmt: skip
-                assert got is not None
-                lease_id = int(got[0])
-            else:
-                inserted = tx.one(
-                    "INSERT INTO body_lease (node, generation, state, holder, acquired_at,"
-                    " renewed_at, expires_at, episode_id) VALUES (?, ?, 'LIVE', ?, ?, ?, ?, ?)"
-                    " RETURNING lease_id",
-                    (node, generation, holder, now, now, expires, row[7]),
-                )
-                assert inserted is not None
-                lease_id = int(inserted[0])
-                self._event(tx, now, node=node, kind="lease.acquired", generation=generation,
-                            actor=by, lease_id=lease_id, **detail)  # fmt: skip
-            return BodyLease(
-                lease_id=lease_id,
-                node=node,
-                generation=generation,
-                state=LeaseState.LIVE,
-                holder=holder,
-                acquired_at=_at(now),
-                renewed_at=_at(now),
-                expires_at=_at(expires),
-                ended_at=None,
-                end_reason=None,
-                run_id=lease_id,
+            raise Conflict(
+                f"{node!r} generation {generation} already admitted a body "
+                f"(lease {str(row[3]).lower()}); fence it with "
+                f"--expect-generation {generation} to admit a new one",
+                node=node, generation=generation, lease_id=int(row[2]),
+            )  # fmt: skip
+        expires = now + int(ttl.total_seconds() * 1_000_000)
+        detail = {"holder": holder, "ttl_seconds": int(ttl.total_seconds())}
+        if pg:
+            # Lease, run and history in one statement: one round trip.
+            got = tx.one(
+                "WITH lease AS ("
+                " INSERT INTO body_lease (node, generation, state, holder, acquired_at,"
+                " renewed_at, expires_at, episode_id) VALUES (?, ?, 'LIVE', ?, ?, ?, ?, ?)"
+                " RETURNING lease_id),"
+                " history AS ("
+                " INSERT INTO event (node, kind, generation, actor, detail, at)"
+                " SELECT ?, 'lease.acquired', ?, ?,"
+                " (CAST(? AS jsonb) || jsonb_build_object('lease_id', lease_id))::text, ?"
+                " FROM lease)"
+                " SELECT lease_id FROM lease",
+                (node, generation, holder, now, now, expires, row[7],
+                 node, generation, by, json.dumps(detail), now),
+            )  # fmt: skip
+            assert got is not None
+            lease_id = int(got[0])
+        else:
+            inserted = tx.one(
+                "INSERT INTO body_lease (node, generation, state, holder, acquired_at,"
+                " renewed_at, expires_at, episode_id) VALUES (?, ?, 'LIVE', ?, ?, ?, ?, ?)"
+                " RETURNING lease_id",
+                (node, generation, holder, now, now, expires, row[7]),
             )
-
-        return self._write(body)
+            assert inserted is not None
+            lease_id = int(inserted[0])
+            self._event(tx, now, node=node, kind="lease.acquired", generation=generation,
+                        actor=by, lease_id=lease_id, **detail)  # fmt: skip
+        return BodyLease(
+            lease_id=lease_id,
+            node=node,
+            generation=generation,
+            state=LeaseState.LIVE,
+            holder=holder,
+            acquired_at=_at(now),
+            renewed_at=_at(now),
+            expires_at=_at(expires),
+            ended_at=None,
+            end_reason=None,
+            run_id=lease_id,
+        )
 
     def fence(
         self, node: str, *, expect_generation: int, by: str = "operator", reason: str = "fenced"
@@ -697,37 +718,87 @@ class Ledger:
         if expect_generation < 1:
             raise BadInput("expected generation: must be at least 1", field="generation")
 
-        def body(tx: Tx, now: int) -> FenceResult:
-            if self.backend.name == "postgres":
-                row, fenced, grants = self._fence_statement_pg(tx, now, node, expect_generation,
-                                                               reason)  # fmt: skip
-            else:
-                row, fenced, grants = self._fence_statements(tx, now, node, expect_generation,
-                                                             reason)  # fmt: skip
-            if row is None:
-                current = self._get_node(tx, node)
-                raise Conflict(
-                    f"fence of {node!r} lost: generation is {current.generation}, "
-                    f"not {expect_generation}",
-                    node=node, generation=current.generation,
-                )  # fmt: skip
-            new_generation = int(row[0])
-            leases = sorted(int(r[0]) for r in fenced)
-            # One event records the whole fence: the new generation and every lease and grant
-            # it revoked (with the generations those leases held).
-            self._event(tx, now, node=node, kind="node.fenced", generation=new_generation,
-                        actor=by, previous_generation=expect_generation, reason=reason,
-                        revoked_leases=leases, revoked_grants=grants,
-                        fenced_generations=sorted(int(r[1]) for r in fenced))  # fmt: skip
-            return FenceResult(
-                node=node,
-                previous_generation=expect_generation,
-                generation=new_generation,
-                revoked_leases=leases,
-                revoked_grants=grants,
-            )
+        return self._write(
+            lambda tx, now: self._fence_in(tx, now, node, expect_generation, by, reason)
+        )
+
+    def _fence_in(
+        self, tx: Tx, now: int, node: str, expect_generation: int, by: str, reason: str
+    ) -> FenceResult:
+        """The fence inside the caller's transaction (see :meth:`fence`)."""
+        if self.backend.name == "postgres":
+            row, fenced, grants = self._fence_statement_pg(tx, now, node, expect_generation,
+                                                           reason)  # fmt: skip
+        else:
+            row, fenced, grants = self._fence_statements(tx, now, node, expect_generation,
+                                                         reason)  # fmt: skip
+        if row is None:
+            current = self._get_node(tx, node)
+            raise Conflict(
+                f"fence of {node!r} lost: generation is {current.generation}, "
+                f"not {expect_generation}",
+                node=node, generation=current.generation,
+            )  # fmt: skip
+        new_generation = int(row[0])
+        leases = sorted(int(r[0]) for r in fenced)
+        # One event records the whole fence: the new generation and every lease and grant
+        # it revoked (with the generations those leases held).
+        self._event(tx, now, node=node, kind="node.fenced", generation=new_generation,
+                    actor=by, previous_generation=expect_generation, reason=reason,
+                    revoked_leases=leases, revoked_grants=grants,
+                    fenced_generations=sorted(int(r[1]) for r in fenced))  # fmt: skip
+        return FenceResult(
+            node=node,
+            previous_generation=expect_generation,
+            generation=new_generation,
+            revoked_leases=leases,
+            revoked_grants=grants,
+        )
+
+    def fence_and_hold(
+        self, node: str, *, expect_generation: int, holder: str, ttl: timedelta,
+        by: str = "operator", reason: str = "fenced",
+    ) -> tuple[FenceResult, BodyLease]:  # fmt: skip
+        """Fence ``expect_generation`` and, in the same transaction, take the new generation's
+        lease for ``holder``.
+
+        A relief holds the generation its fence made until its successor takes it over
+        (:meth:`hand_over_lease`): no session that starts between the fence and the launch
+        can be admitted for that generation, because there is no moment without a live lease.
+        """
+        validate_free_text(holder, "holder", 1024)
+        _check_ttl(ttl)
+        validate_name(node, "node")
+        validate_free_text(reason, "reason", 1024)
+        if expect_generation < 1:
+            raise BadInput("expected generation: must be at least 1", field="generation")
+
+        def body(tx: Tx, now: int) -> tuple[FenceResult, BodyLease]:
+            result = self._fence_in(tx, now, node, expect_generation, by, reason)
+            lease = self._acquire_in(tx, now, node, holder, ttl, result.generation, by)
+            return result, lease
 
         return self._write(body)
+
+    def hand_over_lease(self, node: str, *, lease_id: int, holder: str, to: str, by: str) -> None:
+        """Give a held lease to the body that takes it (compare-and-swap on the holder)."""
+        validate_name(node, "node")
+        validate_free_text(to, "holder", 1024)
+
+        def body(tx: Tx, now: int) -> None:
+            self._lock_node(tx, node)
+            moved = tx.one(
+                "UPDATE body_lease SET holder = ? WHERE lease_id = ? AND node = ? AND holder = ? "
+                "AND state = 'LIVE' RETURNING generation",
+                (to, lease_id, node, holder),
+            )
+            if moved is None:
+                raise Conflict(f"lease {lease_id} of {node!r} is no longer held by {holder!r}")
+            self._event(tx, now, node=node, kind="lease.handed_over", generation=int(moved[0]),
+                        actor=by,
+                        lease_id=lease_id, previous_holder=holder, holder=to)  # fmt: skip
+
+        self._write(body)
 
     @staticmethod
     def _fence_statements(
@@ -944,54 +1015,70 @@ class Ledger:
         arguments: JsonValue,
         approval_slot: str | None = None,
         caller_ref: str | None = None,
+        repeat_reason: str | None = None,
     ) -> tuple[Effect, bool]:
         """Record the intent to perform one logical effect; returns (effect, created).
 
-        The fingerprint is recomputed here. The same logical effect presented again returns
-        the existing record while it has not been dispatched, and is a :class:`Conflict`
-        once it has.
+        The fingerprint is recomputed here over the effect's identity: node, operation,
+        destination and arguments. The same logical effect presented again, under any slot or
+        none, returns the existing record while it has not been dispatched, and is a
+        :class:`Conflict` once it has. Only a declared repeat (``approval_slot`` and
+        ``repeat_reason``) is recorded as a new effect naming the one it repeats, once per
+        slot: presenting that slot again finds that repeat.
         """
         validate_name(node, "node")
         if approval_slot is not None:
             validate_free_text(approval_slot, "slot", 256)
+        if repeat_reason is not None:
+            validate_free_text(repeat_reason, "--repeat-reason")
         if caller_ref is not None:
             validate_free_text(caller_ref, "caller reference", 256)
         if isinstance(arguments, str):
             arguments = loads_strict(arguments, "args")
+        repeat_slot = identity_slot(approval_slot, repeat_reason)
         payload = effect_payload(
             node=node, operation=operation, destination=destination, arguments=arguments,
-            approval_slot=approval_slot,
+            approval_slot=None,
         )  # fmt: skip
-        print_ = fingerprint(
+        logical_print = fingerprint(
             node=node, operation=operation, destination=destination, arguments=arguments,
-            approval_slot=approval_slot,
+            approval_slot=None,
         )  # fmt: skip
-        effect_id = effect_id_for(print_)
+        repeat_print = None
+        if repeat_slot is not None:
+            repeat_print = fingerprint(
+                node=node, operation=operation, destination=destination, arguments=arguments,
+                approval_slot=repeat_slot,
+            )  # fmt: skip
         args_text = canonical_bytes(payload["arguments"]).decode("utf-8")
         description = f"effect intend {payload['operation']} {payload['destination']}"
 
-        def body(tx: Tx, now: int) -> tuple[Effect, bool]:
-            self._guard(tx, now, node, generation, description)
-            self._require_effect_rights(tx, now, node, generation, description)
-            self._refuse_if_halted(tx, node, "new effect")
-            row = tx.one(f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE fingerprint = ?", (print_,))
+        def logical_effect(tx: Tx) -> Effect | None:
+            row = tx.one(
+                f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE fingerprint = ?", (logical_print,)
+            )
             if row is None:
-                tx.run(
-                    f"INSERT INTO effect ({_EFFECT_COLUMNS}) VALUES "
-                    "(?, ?, ?, ?, ?, ?, ?, ?, ?, 'INTENDED', NULL, ?, ?, NULL, NULL)",
-                    (effect_id, node, generation, print_, payload["operation"],
-                     payload["destination"], args_text, approval_slot, caller_ref, now, now),
-                )  # fmt: skip
-                self._event(tx, now, node=node, kind="effect.intended", generation=generation,
-                            actor=f"{node}@{generation}", effect_id=effect_id,
-                            fingerprint=print_, operation=payload["operation"],
-                            destination=payload["destination"])  # fmt: skip
-                return self._load_effect(tx, effect_id), True
-            existing = self._effect(row)
+                # An effect recorded before schema 5 under a slot has the slot in its
+                # fingerprint; its identity columns still find it.
+                row = tx.one(
+                    f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE node = ? AND operation = ? "
+                    "AND destination = ? AND arguments = ? AND repeat_of IS NULL "
+                    "ORDER BY created_at, effect_id LIMIT 1",
+                    (node, payload["operation"], payload["destination"], args_text),
+                )
+            return None if row is None else self._effect(row)
+
+        def present_again(tx: Tx, now: int, existing: Effect) -> tuple[Effect, bool]:
             if existing.state not in REINTENDABLE:
+                hint = ""
+                if approval_slot is not None and repeat_reason is None:
+                    hint = (
+                        f"; slot {approval_slot!r} alone does not make it a new effect "
+                        "(a deliberate repeat also needs --repeat-reason)"
+                    )
                 raise Conflict(
                     f"effect {existing.effect_id} is this same logical effect and was already "
-                    f"dispatched (state {existing.state.value}); it is not recorded again",
+                    f"dispatched (state {existing.state.value}); it is not recorded again{hint}",
                     effect_id=existing.effect_id, state=existing.state.value,
                     fingerprint=existing.fingerprint,
                 )  # fmt: skip
@@ -1007,6 +1094,67 @@ class Ledger:
                         previous_state=existing.state.value,
                         previous_generation=existing.generation)  # fmt: skip
             return self._load_effect(tx, existing.effect_id), False
+
+        def record(tx: Tx, now: int, print_: str, repeat_of: str | None) -> tuple[Effect, bool]:
+            effect_id = effect_id_for(print_)
+            tx.run(
+                f"INSERT INTO effect ({_EFFECT_COLUMNS}) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, 'INTENDED', NULL, ?, ?, NULL, NULL, ?, ?)",
+                (effect_id, node, generation, print_, payload["operation"],
+                 payload["destination"], args_text, repeat_slot, caller_ref, now, now,
+                 repeat_of, repeat_reason),
+            )  # fmt: skip
+            detail: dict[str, Any] = {}
+            if repeat_of is not None:
+                detail = {"approval_slot": repeat_slot, "repeat_of": repeat_of,
+                          "repeat_reason": repeat_reason}  # fmt: skip
+            elif approval_slot is not None:
+                # Kept in the history only: an undeclared slot is not part of the effect.
+                detail = {"undeclared_slot": approval_slot}
+            self._event(tx, now, node=node, kind="effect.intended", generation=generation,
+                        actor=f"{node}@{generation}", effect_id=effect_id,
+                        fingerprint=print_, operation=payload["operation"],
+                        destination=payload["destination"], **detail)  # fmt: skip
+            return self._load_effect(tx, effect_id), True
+
+        def body(tx: Tx, now: int) -> tuple[Effect, bool]:
+            self._guard(tx, now, node, generation, description)
+            self._require_effect_rights(tx, now, node, generation, description)
+            self._refuse_if_halted(tx, node, "new effect")
+            original = logical_effect(tx)
+            if repeat_print is None:
+                if original is None:
+                    return record(tx, now, logical_print, None)
+                return present_again(tx, now, original)
+            if original is None:
+                raise BadInput(
+                    f"--repeat-reason: there is no earlier {payload['operation']} to "
+                    f"{payload['destination']} with these arguments to repeat; intend it "
+                    "without --slot and --repeat-reason",
+                    field="repeat_reason",
+                )
+            if original.approval_slot == repeat_slot:
+                return present_again(tx, now, original)
+            row = tx.one(
+                f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE fingerprint = ?", (repeat_print,)
+            )
+            if row is not None:
+                return present_again(tx, now, self._effect(row))
+            # Repeating what may or may not have happened could make it happen twice: an
+            # AMBIGUOUS effect is settled by an operator first, whatever the caller declares.
+            unsettled = tx.one(
+                "SELECT effect_id FROM effect WHERE (effect_id = ? OR repeat_of = ?) "
+                "AND state = 'AMBIGUOUS' ORDER BY effect_id LIMIT 1",
+                (original.effect_id, original.effect_id),
+            )
+            if unsettled is not None:
+                raise Conflict(
+                    f"effect {unsettled[0]} of this same logical effect is AMBIGUOUS; it is not "
+                    "repeated until an operator resolves it with `onstation effect resolve "
+                    f"{unsettled[0]} --as observed|compensated`",
+                    effect_id=unsettled[0], state=EffectState.AMBIGUOUS.value,
+                )  # fmt: skip
+            return record(tx, now, repeat_print, original.effect_id)
 
         return self._write(body)
 
@@ -1208,13 +1356,21 @@ class Ledger:
     # ----------------------------------------------------------------------------------------
     # respawn governor and breaker
 
-    def _respawn_status(self, tx: Tx, now: int, node: AgentNode) -> RespawnStatus:
-        policy = self.respawn_policy
+    def policy_for(self, kind: str) -> RespawnPolicy:
+        """The cap a respawn of ``kind`` counts against (see :data:`RESPAWN_KINDS`)."""
+        if kind not in RESPAWN_KINDS:
+            raise BadInput(f"respawn kind must be one of {', '.join(RESPAWN_KINDS)}, not {kind!r}")
+        return self.respawn_policy if kind == "coordinator" else self.relief_policy
+
+    def _respawn_status(
+        self, tx: Tx, now: int, node: AgentNode, kind: str = "relief"
+    ) -> RespawnStatus:
+        policy = self.policy_for(kind)
         counted = [
             _at(r[0])
             for r in tx.all(
-                "SELECT at FROM respawn WHERE node = ? AND at > ?",
-                (node.node, now - int(policy.window.total_seconds() * 1_000_000)),
+                "SELECT at FROM respawn WHERE node = ? AND kind = ? AND at > ?",
+                (node.node, kind, now - int(policy.window.total_seconds() * 1_000_000)),
             )
         ]
         decision = decide_respawn(policy, counted, _at(now), breaker_open=node.breaker_open)
@@ -1232,14 +1388,22 @@ class Ledger:
             else f"breaker open: {node.breaker_reason}",
         )
 
-    def request_respawn(self, node: str, *, by: str = "operator") -> RespawnStatus:
-        """Count one respawn if the governor allows it; the check and the count are atomic."""
+    def request_respawn(
+        self, node: str, *, by: str = "operator", kind: str = "relief"
+    ) -> RespawnStatus:
+        """Count one respawn if the governor allows it; the check and the count are atomic.
+
+        ``kind`` is ``coordinator`` for a coordinator's self-respawn (the coordinator
+        procedure's cap, :attr:`respawn_policy`) or ``relief`` for a body relieved by its lead
+        or an operator (births per window, :attr:`relief_policy`); each is counted on its own.
+        """
         validate_name(node, "node")
         validate_free_text(by, "by", 256)
+        self.policy_for(kind)
 
         def body(tx: Tx, now: int) -> RespawnStatus:
             current = self._lock_node(tx, node)
-            status = self._respawn_status(tx, now, current)
+            status = self._respawn_status(tx, now, current, kind)
             if not status.allowed:
                 self._event(tx, now, node=node, kind="respawn.blocked",
                             generation=current.generation, actor=by, reason=status.reason,
@@ -1255,21 +1419,25 @@ class Ledger:
                         reason=status.reason,
                     )
                 )
-            tx.run("INSERT INTO respawn (node, at, by) VALUES (?, ?, ?)", (node, now, by))
+            tx.run(
+                "INSERT INTO respawn (node, at, by, kind) VALUES (?, ?, ?, ?)",
+                (node, now, by, kind),
+            )
             self._event(tx, now, node=node, kind="respawn.counted", generation=current.generation,
-                        actor=by, count=status.count_in_window,
-                        limit=status.limit)  # fmt: skip
+                        actor=by, count=status.count_in_window, limit=status.limit,
+                        respawn_kind=kind)  # fmt: skip
             return status
 
         return self._write(body)
 
-    def respawn_status(self, node: str) -> RespawnStatus:
-        """What a respawn request would get now (nothing is counted)."""
+    def respawn_status(self, node: str, *, kind: str = "relief") -> RespawnStatus:
+        """What a respawn request of ``kind`` would get now (nothing is counted)."""
         validate_name(node, "node")
+        self.policy_for(kind)
 
         def body(tx: Tx, now: int) -> RespawnStatus:
             current = self._get_node(tx, node)
-            status = self._respawn_status(tx, now, current)
+            status = self._respawn_status(tx, now, current, kind)
             # A status query reports the count so far, not the count after a new request.
             count = status.count_in_window - 1 if status.allowed else status.count_in_window
             return dataclasses.replace(status, count_in_window=count)

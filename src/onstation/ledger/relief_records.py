@@ -187,8 +187,14 @@ class ReliefLedger:
         note: str | None = None,
         brief_path: str | None = None,
         by: str,
+        as_node: str | None = None,
+        generation: int | None = None,
     ) -> Task:
-        """The source's TaskUpdate: change status or owner, append a hand-off note."""
+        """The source's TaskUpdate: change status or owner, append a hand-off note.
+
+        A body updating a task writes as ``as_node`` at ``generation``: a stale generation is
+        denied with a receipt, and nothing of the update is kept.
+        """
         if status is not None and status not in TASK_STATUSES:
             raise BadInput(f"status: one of {', '.join(TASK_STATUSES)}", field="status")
         if owner is not None:
@@ -197,6 +203,8 @@ class ReliefLedger:
             validate_free_text(note, "note")
 
         def body(tx: Tx, now: int) -> Task:
+            if as_node is not None and generation is not None:
+                self.ledger._guard(tx, now, as_node, generation, f"task update {task_id}")
             row = tx.one(f"SELECT {_TASK_COLS} FROM task WHERE task_id = ?", (task_id,))
             if row is None:
                 raise BadInput(f"no such task {task_id}")
@@ -210,7 +218,9 @@ class ReliefLedger:
             )  # fmt: skip
             assert got is not None
             self.ledger._event(tx, now, node=self._node_or_none(tx, owner or task.owner),
-                               kind="task.updated", generation=None, actor=by, task_id=task_id,
+                               kind="task.updated", generation=generation,
+                               actor=by if as_node is None else f"{as_node}@{generation}",
+                               task_id=task_id,
                                status=status or task.status, note=note)  # fmt: skip
             return _task(got)
 

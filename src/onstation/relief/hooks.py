@@ -13,6 +13,7 @@ or fenced), then act for the event:
 - Stop: blocks once, with a reason, when a relief was requested and no brief was written.
 - SessionStart: admission; with source compact or resume, the latest brief is re-injected.
 - PreCompact: recorded.
+- SessionEnd: a clean end (not /clear or /resume) releases the body's lease.
 
 Every answer is built as data here; the CLI prints it. The caller turns any exception into
 a fail-open note: a hook never breaks the agent.
@@ -39,7 +40,12 @@ _HANDLERS = {
     "PostToolUse": "on_post_tool_use",
     "Stop": "on_stop",
     "PreCompact": "on_pre_compact",
+    "SessionEnd": "on_session_end",
 }
+
+#: SessionEnd reasons after which the host process goes on with a new session id (Claude Code
+#: hooks reference: clear, resume, logout, prompt_input_exit, other): not the body's end.
+_CONTINUING_END_REASONS = ("clear", "resume")
 
 #: Renew a body's lease when less than this much of it is left (not on every call).
 RENEW_WHEN_LEFT = SESSION_LEASE_TTL / 2
@@ -259,7 +265,8 @@ class HookRunner:
         self.records.set_session_flag(session.session_id, "stop_blocked_at")
         reason = (
             "Hull integrity: a relief was requested and no turnover brief has been written. "
-            f"Write it now: onstation brief write {session.node} --task TEXT --remaining TEXT "
+            f"Write it now: onstation brief write {session.node} --generation "
+            f"{session.generation} --task TEXT --remaining TEXT "
             "--decision 'DECISION: WHY' --context TEXT --handoff TEXT (missing fields are "
             "marked missing; git, effects and telemetry are filled in from evidence)."
         )
@@ -276,6 +283,22 @@ class HookRunner:
                                trigger=trigger, admitted=admission.admitted)  # fmt: skip
 
         self.ledger._write(record)
+        return HookAnswer()
+
+    def on_session_end(self, admission: Admission, payload: dict[str, Any]) -> HookAnswer:
+        """A clean end releases the body's lease: the lead does not take it for a crash, and
+        the next session is admitted at once. A /clear or /resume is not an end."""
+        session = admission.session
+        reason = payload.get("reason") if isinstance(payload.get("reason"), str) else "other"
+        if not admission.admitted or reason in _CONTINUING_END_REASONS:
+            return HookAnswer()
+        lease = self.ledger.live_lease(session.node)
+        if lease is not None and lease.lease_id == session.lease_id:
+            self.ledger.release_lease(
+                session.node,
+                generation=session.generation,
+                by=f"{self.harness} session {session.session_id}",
+            )
         return HookAnswer()
 
     # -- helpers ----------------------------------------------------------------------------
@@ -330,11 +353,11 @@ class HookRunner:
             self.observe_fill(session, reading)
 
     def observe_fill(self, session: BodySession, reading: Any) -> str:
-        """Record a fill reading; on a new tier, queue what a lone body must hear."""
-        from onstation.core.hull import Tier, classify
+        """Record a fill reading; on a new tier, queue what the body must hear."""
+        from onstation.core.hull import classify
 
         tier = classify(reading.percent, self._policy())
-        new = self.records.record_fill(
+        self.records.record_fill(
             session,
             percent=reading.percent,
             used_tokens=reading.used_tokens,
@@ -343,16 +366,23 @@ class HookRunner:
             model=reading.model,
             tier=tier.value,
             supervised=self.config.supervised,
+            tier_message=self._tier_message(session, tier, reading.percent),
         )
-        if new and not self.config.supervised and tier is not Tier.GREEN:
-            self._queue_tier_message(session, tier, reading.percent)
         return str(tier.value)
 
-    def _queue_tier_message(self, session: BodySession, tier: Any, percent: float) -> None:
+    def _tier_message(self, session: BodySession, tier: Any, percent: float) -> Any:
+        """What a body must hear on reaching ``tier``: (kind, text), or None.
+
+        Amber advice reaches every body; a supervised body's Red and Critical are its lead's
+        to act on (the lead asks for the brief), a lone body is told itself.
+        """
+        tier_name = str(tier.value)
+        if tier_name == "green" or (self.config.supervised and tier_name != "amber"):
+            return None
         node = session.node
         brief = (
-            f"onstation brief write {node} --task TEXT --remaining TEXT "
-            "--decision 'DECISION: WHY' --context TEXT --handoff TEXT"
+            f"onstation brief write {node} --generation {session.generation} --task TEXT "
+            "--remaining TEXT --decision 'DECISION: WHY' --context TEXT --handoff TEXT"
         )
         texts = {
             "amber": (
@@ -371,24 +401,24 @@ class HookRunner:
                 f"new work; write the turnover brief immediately: {brief}",
             ),
         }
-        kind, text = texts[str(tier.value)]
-        self.records.post_message(sender="onstation", recipient=node, kind=kind, body=text)
-        if kind.startswith("relief."):
-            self.records.set_session_flag(session.session_id, "relief_requested_at")
+        return texts[tier_name]
 
-    def _pending(self, session: BodySession) -> list[str]:
+    def _pending(self, session: BodySession, *, fenced: bool = False) -> list[str]:
         messages = self.records.take_messages(
-            session.node, delivered_to=f"{self.harness} session {session.session_id}"
-        )
-        return [f"[{m.kind} from {m.sender}] {m.body}" for m in messages]
+            session.node, delivered_to=f"{self.harness} session {session.session_id}",
+            generation=session.generation, fenced=fenced,
+        )  # fmt: skip
+        return [f"[{m.kind} from {m.sender} (message {m.message_id})] {m.body}" for m in messages]
 
     def _fenced_text(self, session: BodySession) -> str:
         current = self.ledger.get_node(session.node)
-        return (
+        text = (
             f"onstation: this session has been relieved. It was the body of {session.node} "
             f"generation {session.generation}, which is fenced (current generation "
             f"{current.generation}). This body may not act; stop here."
         )
+        # Only what was addressed to this very generation (its shutdown request) reaches it.
+        return "\n\n".join([text, *self._pending(session, fenced=True)])
 
     def _refused_text(self, admission: Admission) -> str:
         session = admission.session

@@ -192,8 +192,9 @@ def _answer(
             conn.execute("ROLLBACK")
             return NOT_HANDLED
         pending = conn.execute(
-            "SELECT 1 FROM message WHERE recipient = ? AND delivered_at IS NULL LIMIT 1",
-            (row[0],),
+            "SELECT 1 FROM message WHERE recipient = ? AND delivered_at IS NULL "
+            "AND (generation IS NULL OR generation = ?) LIMIT 1",
+            (row[0], row[1]),
         ).fetchone()
         challenged = conn.execute(
             "SELECT 1 FROM birth WHERE node = ? AND generation = ? AND state = 'PROVISIONAL'",

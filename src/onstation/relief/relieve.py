@@ -38,10 +38,18 @@ Progress = Callable[[str], None]
 class ReliefOptions:
     """How one relief runs."""
 
-    launcher: Launcher
+    #: What launches the successor; None: what the body was running under (recorded at its
+    #: admission or launch), and no relief at all when nothing was recorded.
+    launcher: Launcher | None = None
     by: str = "team-lead"
     cause: str = "manual"
+    #: Why the body is relieved: context-pressure, crash, hang or operator.
+    incident: str = "context-pressure"
+    #: Which cap the respawn counts against: coordinator (a self-respawn) or relief.
+    respawn_kind: str = "relief"
     emergency: bool = False
+    #: How long to wait for an open APPROACH/CHECKPOINT exchange to close before fencing.
+    exchange_wait: float = 30.0
     brief_wait: float = 30.0
     challenge_wait: float = 60.0
     shutdown_wait: float = 10.0
@@ -77,6 +85,10 @@ class ReliefOutcome:
     report_path: str | None
     reasons: list[str]
     successor_pid: int | None = None
+    #: Whether the predecessor was fenced (a relief stopped before its fence leaves it live).
+    fenced: bool = True
+    #: What an operator can run to clear what stopped the relief.
+    fix: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` form."""
@@ -99,7 +111,11 @@ class Relief:
         self.say = options.progress
         self.handover: Any = None  # the brief or manifest the successor is given
         self.native: dict[str, Any] | None = None  # a native resume candidate and its proof
-        self.native_lease: Any = None  # the new generation's lease, taken before deciding
+        self.native_lease: Any = None  # the held lease, when it is a native resume's receipt
+        self.hold: Any = None  # the new generation's lease, taken by the fence itself
+        self.expired_exchanges: list[Any] = []  # exchanges open at an emergency fence
+        self.scratch_removed: str | None = None
+        self.launcher: Launcher | None = options.launcher
         if options.witnesses is None:
             from onstation.harness import witness
 
@@ -119,14 +135,28 @@ class Relief:
         rid = record.relief_id
         predecessor = node.generation
         try:
+            # What would stop the relief after the fence is checked before it: the working
+            # body stays live, and the operator is told why and what to run.
+            stop = self._preflight(predecessor)
+            if stop is not None:
+                return self._not_started(rid, predecessor, *stop)
+            stop = self._await_exchanges()
+            if stop is not None:
+                return self._not_started(rid, predecessor, *stop)
             self._request_brief(rid)
             self.native = self._native_candidate(predecessor) if self.opts.native else None
             self.say(f"fence generation {predecessor}")
-            self.ledger.fence(self.node, expect_generation=predecessor, by=self.opts.by,
-                              reason=f"relief {rid}")  # fmt: skip
+            fence, self.hold = self.ledger.fence_and_hold(
+                self.node, expect_generation=predecessor, holder=self._hold_holder(rid),
+                ttl=timedelta(hours=12), by=self.opts.by, reason=f"relief {rid}",
+            )  # fmt: skip
+            successor = fence.generation
+            self.relief.update_relief(rid, state="FENCED", to_generation=successor,
+                                      detail={"held_lease": self.hold.lease_id})  # fmt: skip
             # What was queued for the fenced body (relief requests, tier warnings) must not
             # reach its successor as if meant for it.
-            self.records.expire_messages(self.node, reason=f"generation {predecessor} fenced")
+            self.records.expire_messages(self.node, reason=f"generation {predecessor} fenced",
+                                         generation=predecessor)  # fmt: skip
             report = self.ledger.reconcile(self.node, by=self.opts.by)
             ambiguous = report.unresolved_ambiguous
             self.relief.update_relief(rid, state="RECONCILED", detail={"ambiguous": ambiguous})
@@ -138,19 +168,177 @@ class Relief:
                                       detail={"reasons": reasons})  # fmt: skip
             self.say(f"verdict {disposition}")
             if disposition not in ("REBODIMENT_READY", "NATIVE_RESUME_ELIGIBLE"):
-                self._revoke_native_lease("no successor launched")
+                self._release_hold("no successor launched")
                 path = self._report(rid, plan, predecessor, None, "no successor launched")
                 self.relief.update_relief(rid, state="NOT_LAUNCHED", finished=True,
                                           report_path=path)  # fmt: skip
+                self._notify(disposition, reasons, fix=[])
                 return ReliefOutcome(rid, self.node, disposition, "NOT_LAUNCHED", predecessor,
                                      None, path, reasons)  # fmt: skip
-            return self._launch_and_settle(rid, predecessor, workspace, plan, capsule,
-                                           disposition, reasons)  # fmt: skip
+            return self._launch_and_settle(rid, predecessor, successor, workspace, plan,
+                                           capsule, disposition, reasons)  # fmt: skip
         except BaseException as exc:
             message = exc.message if isinstance(exc, OnstationError) else repr(exc)
+            # A generation held for a successor that will never come is not left blocking the
+            # identity for the hold's whole lease.
+            with contextlib.suppress(Exception):
+                self._release_hold("relief aborted")
             self.relief.update_relief(rid, state="ABORTED", finished=True,
                                       detail={"error": message})  # fmt: skip
             raise
+
+    def _hold_holder(self, rid: int) -> str:
+        return f"relief {rid} of {self.node}: successor pending"
+
+    def _preflight(self, predecessor: int) -> tuple[str, list[str], list[str]] | None:
+        """(verdict, reasons, fix commands) when the relief cannot go on; else None.
+
+        Everything here is known before the fence: a relief that stops on it must not leave
+        the working body fenced with nothing launched.
+        """
+        from onstation.core.canonical import loads_strict
+
+        node = self.ledger.get_node(self.node)
+        if node.state != "ACTIVE":
+            return ("INVALID", [f"IDENTITY_RETIRED: {self.node} is retired; reviving a retired "
+                                "identity is out of scope"], [])  # fmt: skip
+        halts = [h for h in self.ledger.halts() if h.node in (None, self.node)]
+        if halts:
+            halt = halts[0]
+            scope = "global halt" if halt.node is None else f"halt on {halt.node}"
+            lift = "onstation unhalt" + ("" if halt.node is None else f" --node {halt.node}")
+            return ("BLOCKED", [f"HALTED: {scope} by {halt.by} ({halt.why})"], [lift])
+        status = self.ledger.respawn_status(self.node, kind=self.opts.respawn_kind)
+        if status.breaker_open:
+            return ("BLOCKED", [f"BREAKER_OPEN: {status.reason}"],
+                    [f"onstation breaker close {self.node} --why REASON"])  # fmt: skip
+        if not status.allowed:
+            reopens = status.reopens_at.isoformat() if status.reopens_at else "never"
+            what = "coordinator self-respawns" if self.opts.respawn_kind == "coordinator" else (
+                "reliefs (births per window)")  # fmt: skip
+            return (
+                "BLOCKED",
+                [
+                    f"RESPAWN_REFUSED: {self.node} has used its {what}: "
+                    f"{status.count_in_window}/{status.limit} in the window; "
+                    f"reopens at {reopens}"
+                ],
+                [f"onstation respawn status {self.node} --kind {self.opts.respawn_kind}"],
+            )
+        episodes = [e for e in self.ledger.episodes(self.node) if e.state == "OPEN"]
+        stated = None
+        if self.opts.facts_file is not None:
+            facts = loads_strict(Path(self.opts.facts_file).read_text(encoding="utf-8"),
+                                 "--facts")  # fmt: skip
+            stated = facts.get("objective") if isinstance(facts, dict) else None
+        if not episodes and not stated:
+            return ("QUARANTINED", [f"NO_OBJECTIVE: {self.node} has no open work episode, so "
+                                    "the successor would not know its objective"],
+                    [f"onstation episode open {self.node} 'OBJECTIVE'"])  # fmt: skip
+        if self.launcher is None:
+            recorded = self.records.recorded_launcher(self.node)
+            if recorded is None:
+                return ("BLOCKED", [f"NO_HARNESS: no body of {self.node} recorded what it runs "
+                                    "under, so nothing is known to launch"],
+                        [f"onstation relieve {self.node} --harness HARNESS (one of "
+                         "claude-code, codex, command, interactive)"])  # fmt: skip
+            try:
+                self.launcher = _launcher_from_record(recorded)
+            except BadInput as exc:
+                return ("BLOCKED", [f"NO_HARNESS: the recorded harness {recorded.get('harness')!r} "
+                                    f"cannot be launched: {exc.message}"],
+                        [f"onstation relieve {self.node} --harness HARNESS"])  # fmt: skip
+        missing = _missing_executable(self.launcher)
+        if missing is not None:
+            return ("BLOCKED", [f"NO_HARNESS: {missing}"],
+                    [f"onstation relieve {self.node} --harness HARNESS"])  # fmt: skip
+        execution_class = getattr(self.launcher, "execution_class", "real-provider")
+        interactive = getattr(self.launcher, "interactive", False)
+        if (
+            execution_class not in ("fake",) and not interactive
+            and self.opts.capacity_file is None
+        ):  # fmt: skip
+            return ("HIBERNATE", ["CAPACITY_UNKNOWN: a real-provider successor needs capacity "
+                                  "evidence, and none was given"],
+                    [f"onstation relieve {self.node} --capacity FILE"])  # fmt: skip
+        return None
+
+    def _await_exchanges(self) -> tuple[str, list[str], list[str]] | None:
+        """A coordinator is not fenced in the middle of an APPROACH or CHECKPOINT exchange.
+
+        Wait (bounded) for it to close; at an emergency the fence goes ahead and each exchange
+        still open is named as a loss in the brief and the report.
+        """
+        open_ = self.records.open_exchanges(self.node)
+        if not open_:
+            return None
+        if self.opts.emergency:
+            self.expired_exchanges = open_
+            self.say(f"emergency: {len(open_)} open exchange(s) will expire at the fence")
+            return None
+        self.say(f"waiting for {len(open_)} open exchange(s) to close")
+        for _ in self._wait("an open APPROACH/CHECKPOINT exchange", self.opts.exchange_wait):
+            open_ = self.records.open_exchanges(self.node)
+            if not open_:
+                return None
+        names = ", ".join(f"{m.kind} from {m.sender} (message {m.message_id})" for m in open_)
+        return (
+            "BLOCKED",
+            [f"EXCHANGE_OPEN: {names} awaits a reply; a coordinator is not relieved mid-exchange"],
+            [f"onstation relieve {self.node} --emergency (the exchange is then lost)"],
+        )
+
+    def _not_started(
+        self, rid: int, predecessor: int, verdict: str, reasons: list[str], fix: list[str]
+    ) -> ReliefOutcome:
+        """End a relief that stopped before its fence: nothing fenced, nothing launched."""
+        self.say(f"not started: {'; '.join(reasons)}")
+        path = self._report(rid, None, predecessor, None,
+                            f"{verdict}: not started; generation {predecessor} was not fenced "
+                            "and is still the live body", reasons=reasons, fix=fix,
+                            fenced=False)  # fmt: skip
+        self.relief.update_relief(rid, state="NOT_STARTED", verdict=verdict, finished=True,
+                                  report_path=path, detail={"reasons": reasons, "fix": fix,
+                                                            "fenced": False})  # fmt: skip
+        self._notify(verdict, reasons, fix=fix)
+        return ReliefOutcome(rid, self.node, verdict, "NOT_STARTED", predecessor, None, path,
+                             reasons, fenced=False, fix=fix)  # fmt: skip
+
+    def _notify(self, verdict: str, reasons: list[str], *, fix: list[str]) -> None:
+        """Tell the spawner and the operator why a relief did not launch a successor."""
+        if verdict not in ("BLOCKED", "QUARANTINED", "HIBERNATE", "INVALID"):
+            return
+        node = self.ledger.get_node(self.node)
+        text = (
+            f"Relief of {self.node} ended {verdict}: {'; '.join(reasons) or 'no reason given'}."
+            + (f" To fix: {'; '.join(fix)}." if fix else "")
+        )
+        recipients = ["operator"]
+        if node.spawner is not None and node.spawner not in recipients:
+            recipients.insert(0, node.spawner)
+        if self.opts.by not in recipients and self.opts.by != node.spawner:
+            recipients.append(self.opts.by)
+        for recipient in recipients:
+            with contextlib.suppress(BadInput):
+                self.records.post_message(
+                    sender="onstation",
+                    recipient=recipient,
+                    kind="relief_not_launched",
+                    body=text[:20_000],
+                )
+
+    def _release_hold(self, why: str) -> None:
+        """Nothing launches: the generation the fence made is fenced in turn (never reused)."""
+        if self.hold is not None:
+            with contextlib.suppress(Conflict):
+                self.ledger.fence(
+                    self.node,
+                    expect_generation=self.hold.generation,
+                    by=self.opts.by,
+                    reason=f"held lease released: {why}",
+                )
+            self.hold = None
+            self.native_lease = None
 
     def _request_brief(self, rid: int) -> None:
         from onstation.relief.documents import Supplied, write_brief
@@ -173,7 +361,9 @@ class Relief:
             self.records.post_message(
                 sender=self.opts.by, recipient=self.node, kind="relief_requested",
                 body="Hull integrity Red. Prepare turnover brief: onstation brief write "
-                f"{self.node} --task ... --remaining ... --decision 'D: WHY'",
+                f"{self.node} --generation {generation} --task ... --remaining ... "
+                "--decision 'D: WHY'",
+                generation=generation,
             )  # fmt: skip
             for session in self.records.sessions(self.node):
                 if session.state == "ADMITTED":
@@ -192,6 +382,8 @@ class Relief:
             self.ledger, self.node,
             Supplied({"reason": "emergency brief built from evidence alone"}),
             workspace=self.opts.workspace, by=self.opts.by,
+            losses=[_exchange_loss(m, generation) for m in self.expired_exchanges],
+            notify_spawner=False,
         )  # fmt: skip
         self.handover = self.records.latest_document(self.node, "brief")
         self.relief.update_relief(rid, state="BRIEFED",
@@ -255,14 +447,19 @@ class Relief:
         before = leases.get(predecessor)
         episodes = [e for e in self.ledger.episodes(self.node) if e.state == "OPEN"]
         episode = str(episodes[-1].episode_id) if episodes else "none"
-        respawn = self.ledger.respawn_status(self.node)
-        launcher = self.opts.launcher
+        respawn = self.ledger.respawn_status(self.node, kind=self.opts.respawn_kind)
+        launcher = self.launcher
+        assert launcher is not None
         execution_class = getattr(launcher, "execution_class", "real-provider")
         capacity = self._capacity(execution_class, launcher.harness, now)
         subject = capsule["payload"]["subject"]
-        halted = self.ledger.halts()
+        # A halt on another identity does not stop this one.
+        halted = [h for h in self.ledger.halts() if h.node in (None, self.node)]
         allowed = respawn.allowed and not halted
         detail = respawn.reason if not halted else f"halted: {halted[0].why}"
+        incident = self.opts.incident
+        recorded = self.records.recorded_launcher(self.node) or {}
+        source_harness = "codex" if recorded.get("harness") == "codex" else "claude-code"
         return {
             "schema": "onstation.incident/v1",
             "asOf": _iso(now),
@@ -272,9 +469,11 @@ class Relief:
                 "observedAt": _iso(now),
                 "summary": f"relief of {self.node}: {self.opts.cause}",
                 "bodyEverWitnessed": before is not None,
-                "processState": "alive" if before is not None else "unknown",
-                "heartbeatLost": False, "providerStreamLost": False,
-                "sessionRecordLost": False, "contextPressure": True,
+                "processState": ("unknown" if before is None else
+                                 "dead" if incident == "crash" else
+                                 "unknown" if incident == "hang" else "alive"),
+                "heartbeatLost": incident == "hang", "providerStreamLost": False,
+                "sessionRecordLost": False, "contextPressure": incident == "context-pressure",
                 "hostRebooted": False, "deliberatePause": False,
             },
             "subject": {"principal": self.opts.by,
@@ -290,7 +489,7 @@ class Relief:
                             "leaseState": "FENCED" if before is not None else "NONE",
                             "effectsRevoked": True},
             "capsule": capsule,
-            "sourceHarness": "claude-code",
+            "sourceHarness": source_harness,
             "proposal": {"harness": launcher.harness, "executionClass": execution_class,
                          "model": launcher.model},
             "nativeSession": self._session_proof(now=now),
@@ -299,17 +498,6 @@ class Relief:
             "respawn": {"allowed": allowed, "detail": detail[:1000],
                         "retryOwner": self.opts.by, "reservation": f"relief-{self.node}"},
         }  # fmt: skip
-
-    def _revoke_native_lease(self, why: str) -> None:
-        if self.native_lease is not None:
-            with contextlib.suppress(Conflict):
-                self.ledger.fence(
-                    self.node,
-                    expect_generation=self.native_lease.generation,
-                    by=self.opts.by,
-                    reason=f"provisional lease revoked: {why}",
-                )
-            self.native_lease = None
 
     def _native_candidate(self, predecessor: int) -> dict[str, Any] | None:
         """The predecessor's provider session, with its transcript tail as of the fence."""
@@ -342,12 +530,8 @@ class Relief:
             return None
         path = str(session.transcript_path)
         observed = _tail_digest(path) if Path(path).is_file() else "0" * 64
-        if self.native_lease is None:
-            generation = self.ledger.get_node(self.node).generation
-            self.native_lease = self.ledger.acquire_lease(
-                self.node, holder=f"native resume of {session.session_id} (pending)",
-                ttl=timedelta(hours=12), expect_generation=generation, by=self.opts.by,
-            )  # fmt: skip
+        # The lease the fence took for the new generation is the exclusive lease receipt.
+        self.native_lease = self.hold
         return {
             "harness": session.harness, "sessionId": session.session_id,
             "workspaceBound": session.workspace is not None,
@@ -373,7 +557,7 @@ class Relief:
             text = Path(self.opts.capacity_file).read_text(encoding="utf-8")
             evidence = loads_strict(text, "--capacity")
             return {"evidence": evidence}
-        interactive = getattr(self.opts.launcher, "interactive", False)
+        interactive = getattr(self.launcher, "interactive", False)
         if execution_class != "fake" and not interactive:
             return None  # real providers need real evidence: the verdict will HIBERNATE
         until = now + timedelta(minutes=30)
@@ -402,44 +586,40 @@ class Relief:
     # -- launch, challenge, shutdown, settlement --------------------------------------------
 
     def _launch_and_settle(
-        self, rid: int, predecessor: int, workspace: str, plan: Any, capsule: dict[str, Any],
-        disposition: str, reasons: list[str],
+        self, rid: int, predecessor: int, generation: int, workspace: str, plan: Any,
+        capsule: dict[str, Any], disposition: str, reasons: list[str],
     ) -> ReliefOutcome:  # fmt: skip
         from onstation.harness.git import git
 
+        launcher = self.launcher
+        assert launcher is not None and self.hold is not None
         try:
-            self.ledger.request_respawn(self.node, by=self.opts.by)
+            self.ledger.request_respawn(self.node, by=self.opts.by, kind=self.opts.respawn_kind)
         except BlockedByPolicy as exc:
-            self._revoke_native_lease("respawn blocked")
+            self._release_hold("respawn blocked")
             path = self._report(rid, plan, predecessor, None, f"not launched: {exc.message}")
             self.relief.update_relief(
                 rid, state="BLOCKED", verdict="BLOCKED", finished=True, report_path=path,
                 detail={"blocked": exc.message},
             )  # fmt: skip
+            self._notify("BLOCKED", [*reasons, exc.message], fix=[])
             return ReliefOutcome(rid, self.node, "BLOCKED", "BLOCKED", predecessor, None, path,
                                  [*reasons, exc.message])  # fmt: skip
-        generation = self.ledger.get_node(self.node).generation
-        execution_class = getattr(self.opts.launcher, "execution_class", "real-provider")
+        execution_class = getattr(launcher, "execution_class", "real-provider")
         reservation = self.relief.reserve(self.node, generation=generation,
                                           execution_class=execution_class,
                                           evidence_digest=capsule["digest"])  # fmt: skip
-        interactive = getattr(self.opts.launcher, "interactive", False)
+        interactive = getattr(launcher, "interactive", False)
+        session_harness = "codex" if launcher.harness in ("codex", "codex-cli") else "claude-code"
         session_id = str(uuid.uuid4())
-        holder = (
-            INTERACTIVE_HOLDER if interactive
-            else f"{self.opts.launcher.harness} session {session_id}"
-        )  # fmt: skip
+        holder = INTERACTIVE_HOLDER if interactive else f"{session_harness} session {session_id}"
         native = disposition == "NATIVE_RESUME_ELIGIBLE" and self.native is not None
-        if self.native_lease is not None:
-            lease = self.native_lease  # taken before the verdict, as its lease receipt
-        else:
-            lease = self.ledger.acquire_lease(
-                self.node, holder=holder, ttl=timedelta(hours=12), expect_generation=generation,
-                by=self.opts.by,
-            )  # fmt: skip
+        # The lease the fence took for this generation: nobody else could take it meanwhile.
+        lease = self.hold
         if native:
             assert self.native is not None
             session_id = self.native["session"].session_id
+        self._remove_scratch(workspace)
         episodes = [e for e in self.ledger.episodes(self.node) if e.state == "OPEN"]
         challenge = {
             "node": self.node,
@@ -461,14 +641,17 @@ class Relief:
             self.records.rebind_session(session_id, generation=generation,
                                         lease_id=lease.lease_id, by=self.opts.by)  # fmt: skip
             self.say(f"native resume of session {session_id}")
-        elif not interactive:
-            self.records.bind_launched_session(
-                session_id, harness="claude-code", node=self.node, generation=generation,
-                lease_id=lease.lease_id, workspace=workspace,
-            )  # fmt: skip
-            if self.native_lease is not None:
-                self.records.rebind_session(session_id, generation=generation,
-                                            lease_id=lease.lease_id, by=self.opts.by)  # fmt: skip
+        else:
+            self.ledger.hand_over_lease(self.node, lease_id=lease.lease_id,
+                                        holder=self._hold_holder(rid), to=holder,
+                                        by=self.opts.by)  # fmt: skip
+            if not interactive:
+                self.records.bind_launched_session(
+                    session_id, harness=session_harness, node=self.node, generation=generation,
+                    lease_id=lease.lease_id, workspace=workspace,
+                    launcher=_launcher_record(launcher),
+                )  # fmt: skip
+        self.hold = None  # the successor holds it now: never released as a held lease
         brief = self.handover
         prompt = successor_prompt(
             self.node, generation, challenge, brief.content if brief else None, capsule
@@ -490,9 +673,9 @@ class Relief:
                           extra_args=self.opts.launch_args,
                           resume_transcript=str(self.native["session"].transcript_path)
                           if native and self.native is not None else None)  # fmt: skip
-        self.say(f"launch generation {generation} ({self.opts.launcher.harness})")
+        self.say(f"launch generation {generation} ({_launcher_name(launcher)})")
         try:
-            body = self.opts.launcher.launch(spec)
+            body = launcher.launch(spec)
         except OnstationError as exc:
             self.relief.decide_birth(self.node, generation=generation, running=False,
                                      reason=f"body never started: {exc.message}",
@@ -621,9 +804,11 @@ class Relief:
             seen = witnesses.check(witnesses.ProcessWitness.from_json(birth.launch_witness))
             if seen.gone:
                 return f"predecessor process already gone ({seen.reason}); nothing to shut down"
+        # Addressed to the fenced generation alone: its successor never receives it.
         request = self.records.post_message(
             sender=self.opts.by, recipient=self.node, kind="shutdown_request",
             body=f"You have been relieved (generation {predecessor} is fenced). Stop now.",
+            generation=predecessor,
         )  # fmt: skip
         approved = False
         for _ in self._wait("the predecessor's shutdown approval", self.opts.shutdown_wait):
@@ -653,28 +838,116 @@ class Relief:
         )  # fmt: skip
 
     def _report(
-        self, rid: int, plan: Any, predecessor: int, successor: int | None, outcome: str
-    ) -> str:
+        self, rid: int, plan: Any, predecessor: int, successor: int | None, outcome: str, *,
+        reasons: list[str] | None = None, fix: list[str] | None = None, fenced: bool = True,
+    ) -> str:  # fmt: skip
         from onstation.harness.files import write_inside
         from onstation.plan.review import render_review
         from onstation.relief.documents import workspace_of
 
         workspace = workspace_of(self.records, self.node, self.opts.workspace)
+        state = "fenced for good" if fenced else "not fenced: still the live body"
         lines = [
             f"# Discontinuity report — {self.node}, relief {rid}",
             "",
-            f"- predecessor generation: {predecessor} (fenced for good)",
+            f"- predecessor generation: {predecessor} ({state})",
             f"- successor generation: {successor if successor is not None else 'none'}",
             f"- outcome: {outcome}",
-            "",
-            render_review(plan) if plan is not None else "",
         ]
+        if reasons:
+            lines += ["", "## Why it stopped", "", *(f"- {r}" for r in reasons)]
+        if fix:
+            lines += ["", "## To fix", "", *(f"- `{f}`" for f in fix)]
+        losses = [_exchange_loss(m, predecessor) for m in self.expired_exchanges]
+        if losses:
+            lines += ["", "## Lost at this relief", "", *(f"- {loss}" for loss in losses)]
+        if self.scratch_removed is not None:
+            lines += ["", f"- coordinator scratch file removed: {self.scratch_removed} (its "
+                          "state is in the manifest's Scratch State)"]  # fmt: skip
+        late = self.records.late_documents(self.node)
+        late = [d for d in late if d.generation == predecessor]
+        if late:
+            lines += ["", "## Late evidence (untrusted)", ""]
+            lines += [
+                f"- a brief written by generation {d.generation} after its fence: "
+                f"{d.path} (kept as evidence, never as the hand-over)"
+                for d in late
+            ]
+        lines += ["", render_review(plan) if plan is not None else ""]
         text = "\n".join(lines)
         path = write_inside(workspace, [".bridge", "reports", f"{self.node}-relief-{rid}.md"], text)
         self.records.record_document(self.node, kind="report", path=str(path),
                                      content={"markdown": text, "relief_id": rid,
                                               "outcome": outcome}, by=self.opts.by)  # fmt: skip
         return str(path)
+
+    def _remove_scratch(self, workspace: str) -> None:
+        """A coordinator's scratch file goes once its respawn is decided (the coordinator
+        procedure's last step); its state was copied into the manifest."""
+        handover = self.handover
+        if handover is None or handover.kind != "manifest":
+            return
+        coordinator = str(handover.content.get("coordinator") or "")
+        if not coordinator.startswith("coord-") or "/" in coordinator or ".." in coordinator:
+            return
+        scratch = Path(workspace) / "memory" / "agents" / "coords" / f"{coordinator}-scratch.md"
+        if scratch.is_file() and not scratch.is_symlink():
+            scratch.unlink()
+            self.scratch_removed = str(scratch)
+            self.say(f"coordinator scratch file removed: {scratch}")
+
+
+def _launcher_name(launcher: Launcher) -> str:
+    return str(getattr(launcher, "name", launcher.harness))
+
+
+def _launcher_record(launcher: Launcher) -> dict[str, Any]:
+    """What a launched body runs under, as recorded at its admission."""
+    record: dict[str, Any] = {"harness": _launcher_name(launcher)}
+    if launcher.model:
+        record["model"] = launcher.model
+    template = getattr(launcher, "template", None)
+    if template:
+        import shlex
+
+        record["command"] = shlex.join(template)
+        record["execution_class"] = launcher.execution_class
+    return record
+
+
+def _launcher_from_record(record: dict[str, Any]) -> Launcher:
+    from onstation.harness.launch import launcher_for
+
+    launcher = launcher_for(str(record.get("harness")), model=record.get("model"),
+                            command=record.get("command"))  # fmt: skip
+    if record.get("execution_class"):
+        launcher.execution_class = str(record["execution_class"])
+    return launcher
+
+
+def _missing_executable(launcher: Launcher) -> str | None:
+    """Why ``launcher`` cannot start a successor on this machine, or None."""
+    import shutil
+
+    if getattr(launcher, "interactive", False):
+        return None
+    template = getattr(launcher, "template", None)
+    program = {"claude-code": "claude", "codex": "codex", "codex-cli": "codex"}.get(
+        _launcher_name(launcher)
+    )  # fmt: skip
+    if template:
+        program = template[0]
+    if program is None or shutil.which(program) is not None:
+        return None
+    return f"`{program}` (the {_launcher_name(launcher)} harness) is not on PATH"
+
+
+def _exchange_loss(message: Any, generation: int) -> str:
+    return (
+        f"{message.kind} from {message.sender} (message {message.message_id}) was open when "
+        f"generation {generation} was fenced: its answer was never given by that body; the "
+        "exchange expired and must be started again with the successor"
+    )
 
 
 def _descends(pid: Any, ancestor: int) -> bool:

@@ -49,7 +49,7 @@ def team_rows(ledger: Ledger, nodes: list[str] | None = None) -> list[dict[str, 
 
 
 def _due(ledger: Ledger, node: str, handled: set[tuple[str, int]]) -> tuple[str, bool] | None:
-    """(cause, emergency) when ``node`` needs a relief now."""
+    """(cause, emergency) when ``node`` needs a relief for its hull tier now."""
     current = ledger.get_node(node).generation
     if (node, current) in handled:
         return None
@@ -67,11 +67,33 @@ def _due(ledger: Ledger, node: str, handled: set[tuple[str, int]]) -> tuple[str,
     return None
 
 
+def _dead(ledger: Ledger, node: str, handled: set[tuple[str, int]], witnesses: Any) -> str | None:
+    """The incident class when ``node``'s current body is gone ("crash": its process witness
+    says so) or silent ("hang": its heartbeat is older than its lease); else None."""
+    current = ledger.get_node(node).generation
+    if (node, current) in handled:
+        return None
+    lease = next((ls for ls in ledger.leases(node)
+                  if ls.generation == current and ls.state.value == "LIVE"), None)  # fmt: skip
+    if lease is None or (lease.holder or "").startswith("relief "):
+        return None  # no body, or a relief holds the generation for its successor
+    birth = ReliefLedger(ledger).birth(node, current)
+    if birth is not None and birth.state == "PROVISIONAL":
+        return None  # the relief that launched it judges its birth
+    if birth is not None and birth.launch_witness is not None:
+        seen = witnesses.check(witnesses.ProcessWitness.from_json(birth.launch_witness))
+        if seen.gone:
+            return "crash"
+    if lease.expires_at <= ledger._clock():
+        return "hang"
+    return None
+
+
 def supervise(
     ledger: Ledger,
     *,
     nodes: list[str] | None,
-    harness: str,
+    harness: str | None,
     poll: float,
     once: bool,
     max_seconds: float | None,
@@ -84,14 +106,28 @@ def supervise(
     launch_args_for: dict[str, tuple[str, ...]] | None = None,
     on_outcome: Callable[[Any], None] | None = None,
     stop: Callable[[], bool] | None = None,
+    lead: str = "team-lead",
+    witnesses: Any = None,
 ) -> list[str]:
-    """Watch and relieve until halted (or once / for ``max_seconds``); returns what it did."""
+    """Watch and relieve until halted (or once / for ``max_seconds``); returns what it did.
+
+    ``harness`` None relieves each body with what it runs under (recorded at its admission
+    or launch); a body with nothing recorded is not relieved, and the operator is told.
+    """
+    if witnesses is None:
+        from onstation.harness import witness as witnesses
     actions: list[str] = []
     waits = (brief_wait, challenge_wait, shutdown_wait)
     handled: set[tuple[str, int]] = set()
     started = time.monotonic()
-    lead = "team-lead"
     records = HarnessLedger(ledger)
+
+    def relieve(node: str, cause: str, emergency: bool, incident: str, kind: str) -> None:
+        handled.add((node, ledger.get_node(node).generation))
+        args = (launch_args_for or {}).get(node, launch_args)
+        _relieve(ledger, node, cause, emergency, harness, db, say, actions, waits, args,
+                 on_outcome, incident=incident, respawn_kind=kind, by=lead)  # fmt: skip
+
     while True:
         if any(h.node is None for h in ledger.halts()):
             actions.append("halt in force: supervision stopped")
@@ -99,22 +135,34 @@ def supervise(
             break
         watched = nodes if nodes is not None else [n.node for n in ledger.list_nodes()]
         for message in records.take_messages(lead, delivered_to="supervise"):
-            if message.kind == "respawn_triggered" and message.sender in watched:
-                handled.discard((message.sender, ledger.get_node(message.sender).generation))
-                actions.append(f"{message.sender}: respawn requested by itself")
+            request = _relief_request(ledger, message, watched)
+            if request is None:
+                if message.kind not in ("respawn_triggered", "relief_requested"):
+                    say(f"lead: {message.kind} from {message.sender}: {message.body[:300]}")
+                continue
+            if isinstance(request, str):
+                actions.append(request)
                 say(actions[-1])
-                args = (launch_args_for or {}).get(message.sender, launch_args)
-                _relieve(ledger, message.sender, "coordinator self-respawn", False, harness, db,
-                         say, actions, waits, args, on_outcome)  # fmt: skip
+                continue
+            cause, kind = request
+            handled.discard((message.sender, ledger.get_node(message.sender).generation))
+            what = "respawn" if kind == "coordinator" else "relief"
+            actions.append(f"{message.sender}: {what} requested by itself")
+            say(actions[-1])
+            relieve(message.sender, cause, False, "context-pressure", kind)
         for node in watched:
+            incident = _dead(ledger, node, handled, witnesses)
+            if incident is not None:
+                what = "its process is gone" if incident == "crash" else "its heartbeat stopped"
+                actions.append(f"{node}: body lost ({incident}: {what})")
+                say(actions[-1])
+                relieve(node, f"body lost ({incident})", True, incident, "relief")
+                continue
             due = _due(ledger, node, handled)
             if due is None:
                 continue
             cause, emergency = due
-            handled.add((node, ledger.get_node(node).generation))
-            args = (launch_args_for or {}).get(node, launch_args)
-            _relieve(ledger, node, cause, emergency, harness, db, say, actions, waits, args,
-                     on_outcome)  # fmt: skip
+            relieve(node, cause, emergency, "context-pressure", "relief")
         if once or (max_seconds is not None and time.monotonic() - started >= max_seconds):
             break
         if stop is not None and stop():
@@ -123,16 +171,39 @@ def supervise(
     return actions
 
 
-def _relieve(ledger: Ledger, node: str, cause: str, emergency: bool, harness: str,
+def _relief_request(ledger: Ledger, message: Any, watched: list[str]) -> Any:
+    """(cause, respawn kind) when ``message`` asks the lead for a relief it should act on; a
+    string saying why it is ignored; None when it is no relief request at all."""
+    if message.kind == "respawn_triggered":
+        cause, kind = "coordinator self-respawn", "coordinator"
+    elif message.kind == "relief_requested":
+        cause, kind = "relief requested by itself (turnover brief written)", "relief"
+    else:
+        return None
+    if message.sender not in watched:
+        return f"{message.sender}: {message.kind} ignored: not a watched identity"
+    current = ledger.get_node(message.sender).generation
+    if message.sender_generation != current:
+        # Only the identity's live body may ask for its own relief.
+        return (
+            f"{message.sender}: {message.kind} ignored: sent as generation "
+            f"{message.sender_generation}, current generation is {current}"
+        )
+    return cause, kind
+
+
+def _relieve(ledger: Ledger, node: str, cause: str, emergency: bool, harness: str | None,
              db: str | None, say: Callable[[str], None], actions: list[str],
              waits: tuple[float, float, float], launch_args: tuple[str, ...],
-             on_outcome: Callable[[Any], None] | None = None) -> None:  # fmt: skip
+             on_outcome: Callable[[Any], None] | None = None, *, incident: str,
+             respawn_kind: str, by: str) -> None:  # fmt: skip
     from onstation.harness.launch import launcher_for
     from onstation.relief.relieve import Relief, ReliefOptions
 
     brief_wait, challenge_wait, shutdown_wait = waits
     options = ReliefOptions(
-        launcher=launcher_for(harness), by="team-lead", cause=cause, emergency=emergency,
+        launcher=None if harness is None else launcher_for(harness), by=by, cause=cause,
+        incident=incident, respawn_kind=respawn_kind, emergency=emergency,
         brief_wait=brief_wait, challenge_wait=challenge_wait, shutdown_wait=shutdown_wait,
         db=db, launch_args=launch_args, progress=lambda t: say(f"  {node}: {t}"),
     )  # fmt: skip

@@ -232,7 +232,10 @@ class _Run:
         self._reported = 0
 
     def _open(self) -> Ledger:
-        return Ledger.open(self.db, clock=self.world.clock, respawn_policy=self.policy)
+        # The sim relieves bodies (not coordinators): births per window is the cap it proves.
+        return Ledger.open(
+            self.db, clock=self.world.clock, respawn_policy=self.policy, relief_policy=self.policy
+        )
 
     # -- checks -----------------------------------------------------------------------------
 

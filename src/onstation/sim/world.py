@@ -477,6 +477,7 @@ class World:
 class SimLauncher(Launcher):
     """The launcher the relief is given: starts simulated bodies, sometimes fails to."""
 
+    name = "sim"
     harness = "claude-code"
     execution_class = "fake"
     model: str | None = None
