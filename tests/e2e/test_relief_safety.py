@@ -440,3 +440,22 @@ def test_a_coordinator_respawn_tells_the_spawner_and_removes_its_scratch(
     with Ledger.open(repo["db"]) as ledger:
         counted = [e for e in ledger.history("app") if e.kind == "respawn.counted"]
         assert [e.detail["respawn_kind"] for e in counted] == ["coordinator"]
+
+
+def test_an_unsafe_report_directory_stops_the_relief_before_the_fence(
+    repo: dict[str, Any], tmp_path: Path
+) -> None:
+    """Regression (issue 10): with .bridge/reports a symlink, the relief fenced, launched and
+    settled the successor and only then stopped (ABORTED, exit 2)."""
+    _start_session(repo)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (repo["app"] / ".bridge").mkdir()
+    (repo["app"] / ".bridge" / "reports").symlink_to(elsewhere)
+    done = _relieve_stub(repo)
+    assert done.returncode == 4, done.stdout + done.stderr
+    outcome = json.loads(done.stdout)
+    assert (outcome["state"], outcome["fenced"]) == ("NOT_STARTED", False)
+    assert "WORKSPACE_UNSAFE" in outcome["reasons"][0] and "symlink" in outcome["reasons"][0]
+    assert _generation(repo) == (1, 1)
+    assert list(elsewhere.iterdir()) == []  # nothing written through the symlink

@@ -100,6 +100,17 @@ def churn(ledger: Ledger, node: str) -> None:
         print(f"admitted {lease.generation}", flush=True)
 
 
+def admit(ledger: Ledger, node: str, rounds: int) -> dict[str, object]:
+    """Start a new session for ``node`` (as a SessionStart hook does); report the verdict."""
+    from onstation.ledger.bodies import HarnessLedger
+
+    records = HarnessLedger(ledger)
+    session = f"s-{os.getpid()}-{rounds}"
+    admission = records.admit_session(session, harness="claude-code", node=node, workspace=None)
+    return {"session": session, "admitted": admission.admitted,
+            "generation": admission.session.generation}  # fmt: skip
+
+
 def main() -> None:
     mode, url, node, start = sys.argv[1:5]
     rest = sys.argv[5:]
@@ -110,6 +121,8 @@ def main() -> None:
     wait_for(Path(start))
     if mode == "fence-admit":
         result = fence_admit(ledger, node, int(rest[0]))
+    elif mode == "admit":
+        result = admit(ledger, node, int(rest[0]))
     elif mode == "respawn":
         result = respawn(ledger, node, int(rest[0]))
     elif mode == "paused-writer":

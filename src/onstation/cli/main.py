@@ -25,6 +25,7 @@ from onstation import __version__
 from onstation.cli.common import (
     EXIT_CODES_HELP,
     Options,
+    body_generation,
     command_options,
     emit,
     parse_json_option,
@@ -193,26 +194,38 @@ def episode() -> None:
     """Work episodes: one bounded assignment of a node."""
 
 
+_BODY_GENERATION = click.option(
+    "--generation", type=int, default=None,
+    help="The generation of the body writing (default: ONSTATION_GENERATION in a body of "
+         "this node's environment; an operator gives none).",
+)  # fmt: skip
+
+
 @episode.command("open")
 @click.argument("name")
 @click.option("--objective", required=True, help="What the episode is for.")
+@_BODY_GENERATION
 @command_options
-def episode_open(name: str, objective: str, opts: Options) -> None:
-    """Open the node's work episode."""
+def episode_open(name: str, objective: str, generation: int | None, opts: Options) -> None:
+    """Open the node's work episode (from a body: its generation is checked, exit 3 if
+    fenced)."""
     _check_name(name)
+    generation = body_generation(generation, name, required=False, what="episode open")
     with open_ledger(opts) as ledger:
-        ep = ledger.open_episode(name, objective, by=_operator())
+        ep = ledger.open_episode(name, objective, by=_operator(), generation=generation)
     emit(opts, ep.to_json(), f"episode {ep.episode_id} open for {ep.node}: {ep.objective}")
 
 
 @episode.command("settle")
 @click.argument("name")
+@_BODY_GENERATION
 @command_options
-def episode_settle(name: str, opts: Options) -> None:
-    """Settle (close) the node's open episode."""
+def episode_settle(name: str, generation: int | None, opts: Options) -> None:
+    """Settle (close) the node's open episode (from a body: its generation is checked)."""
     _check_name(name)
+    generation = body_generation(generation, name, required=False, what="episode settle")
     with open_ledger(opts) as ledger:
-        ep = ledger.settle_episode(name, by=_operator())
+        ep = ledger.settle_episode(name, by=_operator(), generation=generation)
     emit(opts, ep.to_json(), f"episode {ep.episode_id} of {ep.node} settled")
 
 

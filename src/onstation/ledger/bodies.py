@@ -2,11 +2,11 @@
 telemetry and tier marks, messages, notes and hand-over documents.
 
 A harness session (a Claude Code session id, a Codex thread) is a body. It is admitted for
-the identity its workspace works for when that identity has no live body, and bound to the
-generation it was admitted for; any other session meanwhile is refused. Admission is a
-sequence of compare-and-swap transactions (fence the dead generation, admit the new one),
-each idempotent through the lease's holder, so two sessions racing for one identity end
-with exactly one admitted.
+the identity its workspace works for when that identity has no live body, and bound to that
+identity and the generation it was admitted for; any other session meanwhile is refused.
+Admission is one transaction with the identity's row locked first (fence the dead generation,
+admit the new one), so sessions racing for one identity end with exactly one admitted, and
+none is told it is the body and then fenced by a racing newcomer.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from onstation.core.errors import BadInput, Conflict
+from onstation.core.errors import BadInput
 from onstation.core.names import validate_free_text, validate_name
 from onstation.core.types import Record
 from onstation.ledger.backends import Row, Tx
@@ -257,114 +257,99 @@ class HarnessLedger:
     ) -> Admission:
         """Admit the session as the node's body if it has no live body; else refuse it.
 
-        A session once admitted is bound to its generation forever: after a fence it is a
-        stale body and is never admitted again. A refused session is re-judged on each call,
-        so it is admitted once the live body is gone (fenced, released or expired).
+        The whole judgement is one transaction (the node row locked first), so of any number
+        of sessions starting at once exactly one is admitted and none is told it is the body
+        and then fenced by a racing newcomer. A session is bound to one identity for its whole
+        life: in another identity's workspace it is refused, never admitted there. Once
+        admitted it is bound to its generation forever: after a fence it is a stale body and
+        is never admitted again. A refused session is re-judged on each call, so it is
+        admitted once the live body is gone (fenced, released or expired).
         """
         _validate_session_id(session_id)
         validate_name(harness, "harness")
         validate_name(node, "node")
         holder = holder_for(harness, session_id)
-        for _attempt in range(5):
-            known = self.session(session_id)
-            current = self.ledger.get_node(node)
+        record = launcher or {"harness": harness}
+
+        def body(tx: Tx, now: int) -> Admission:
+            current = self.ledger._lock_node(tx, node)
+            known = self._load_session(tx, session_id)
+            if known is not None and known.node != node:
+                return Admission(
+                    known, False, False, None,
+                    f"this session is bound to {known.node} for its whole life; a session for "
+                    f"{node} must be started in {node}'s workspace",
+                )  # fmt: skip
+            live = self._live_lease_in(tx, now, node)
             if known is not None and known.state == "ADMITTED":
                 fenced = known.generation != current.generation
-                live = self.ledger.live_lease(node)
-                alive = live is not None and live.lease_id == known.lease_id
+                alive = live is not None and live[0] == known.lease_id
                 if not fenced and not alive:
-                    # Its lease ran out while it was idle: the generation is unchanged and
-                    # no other body took it, so nothing can have acted in between.
+                    # Its lease ran out (or was released) while it was idle: the generation is
+                    # unchanged and no other body took it, so nothing can have acted between.
                     return Admission(
                         known, False, False, None,
                         "lease expired while idle: start a new session (it will be admitted)",
                     )  # fmt: skip
+                reason = "admitted" if not fenced else "fenced: generation superseded"
+                return Admission(known, not fenced, fenced, None, reason)
+            if live is not None and live[2] == INTERACTIVE_HOLDER:
+                # The next new session takes a relief's pending interactive successor lease.
+                tx.run(
+                    "UPDATE body_lease SET holder = ? WHERE lease_id = ?", (holder, live[0])
+                )
+                self.ledger._event(tx, now, node=node, kind="session.successor_bound",
+                                   generation=live[1], actor=holder, session_id=session_id,
+                                   lease_id=live[0])  # fmt: skip
+                bound = self._record_session_in(
+                    tx, now, session_id, harness, node, live[1], live[0], "ADMITTED", workspace,
+                    {"harness": "interactive"},
+                )  # fmt: skip
+                return Admission(bound, True, False, holder, "admitted as the successor")
+            if live is not None and live[2] != holder:
+                refused = self._record_session_in(
+                    tx, now, session_id, harness, node, current.generation, None, "REFUSED",
+                    workspace, None,
+                )  # fmt: skip
                 return Admission(
-                    known,
-                    not fenced,
-                    fenced,
-                    None,
-                    "admitted" if not fenced else "fenced: generation superseded",
+                    refused, False, False, live[2],
+                    f"{node} already has a live body ({live[2] or 'unnamed'}, generation "
+                    f"{live[1]})",
+                )  # fmt: skip
+            generation = current.generation
+            if live is None:
+                spent = tx.one(
+                    "SELECT 1 FROM body_lease WHERE node = ? AND generation = ?",
+                    (node, generation),
                 )
-            live = self.ledger.live_lease(node)
-            if live is not None and live.holder == INTERACTIVE_HOLDER:
-                waiting = self._bind_interactive(session_id, harness, node, live, workspace)
-                if waiting is not None:
-                    return Admission(waiting, True, False, holder, "admitted as the successor")
-            if live is not None and live.holder != holder:
-                refused = self._record_session(
-                    session_id, harness, node, current.generation, None, "REFUSED", workspace
-                )
-                return Admission(
-                    refused,
-                    False,
-                    False,
-                    live.holder,
-                    f"{node} already has a live body ({live.holder or 'unnamed'}, generation "
-                    f"{live.generation})",
-                )
-            try:
-                if live is None:
-                    leases = self.ledger.leases(node)
-                    if any(ls.generation == current.generation for ls in leases):
-                        self.ledger.fence(
-                            node,
-                            expect_generation=current.generation,
-                            by=holder,
-                            reason="new session; the previous body is gone",
-                        )
-                        current = self.ledger.get_node(node)
-                    live = self.ledger.acquire_lease(
-                        node, holder=holder, ttl=ttl, expect_generation=current.generation,
-                        by=holder,
-                    )  # fmt: skip
-            except Conflict:
-                continue  # another session moved first; judge again
-            admitted = self._record_session(
-                session_id,
-                harness,
-                node,
-                live.generation,
-                live.lease_id,
-                "ADMITTED",
-                workspace,
-                launcher or {"harness": harness},
-            )
+                if spent is not None:
+                    # The previous body is gone (its lease ended): one generation admits one
+                    # body, so the new session gets the next, in this same transaction.
+                    generation = self.ledger._fence_in(
+                        tx, now, node, generation, holder,
+                        "new session; the previous body is gone",
+                    ).generation  # fmt: skip
+                lease = self.ledger._acquire_in(tx, now, node, holder, ttl, generation, holder)
+                lease_id, generation = lease.lease_id, lease.generation
+            else:
+                lease_id, generation = live[0], live[1]
+            admitted = self._record_session_in(
+                tx, now, session_id, harness, node, generation, lease_id, "ADMITTED", workspace,
+                record,
+            )  # fmt: skip
             return Admission(admitted, True, False, holder, "admitted")
-        raise Conflict(f"could not settle admission of session {session_id} for {node}")
 
-    def _bind_interactive(
-        self, session_id: str, harness: str, node: str, lease: Any, workspace: str | None
-    ) -> BodySession | None:
-        """Bind the next new session to a relief's pending interactive successor lease."""
-        holder = holder_for(harness, session_id)
+        return self.ledger._write(body)
 
-        def body(tx: Tx, now: int) -> bool:
-            self.ledger._lock_node(tx, node)
-            taken = tx.run(
-                "UPDATE body_lease SET holder = ? WHERE lease_id = ? AND holder = ? "
-                "AND state = 'LIVE'",
-                (holder, lease.lease_id, INTERACTIVE_HOLDER),
-            )
-            if taken != 1:
-                return False
-            self.ledger._event(tx, now, node=node, kind="session.successor_bound",
-                               generation=lease.generation, actor=holder,
-                               session_id=session_id, lease_id=lease.lease_id)  # fmt: skip
-            return True
-
-        if not self.ledger._write(body):
-            return None
-        return self._record_session(
-            session_id,
-            harness,
-            node,
-            lease.generation,
-            lease.lease_id,
-            "ADMITTED",
-            workspace,
-            {"harness": "interactive"},
+    @staticmethod
+    def _live_lease_in(tx: Tx, now: int, node: str) -> tuple[int, int, str | None] | None:
+        """(lease id, generation, holder) of the node's live, unexpired lease."""
+        row = tx.one(
+            "SELECT lease_id, generation, holder FROM body_lease WHERE node = ? "
+            "AND state = 'LIVE' AND expires_at > ?",
+            (node, now),
         )
+        return None if row is None else (int(row[0]), int(row[1]), row[2])
 
     def _record_session(
         self,
@@ -377,44 +362,53 @@ class HarnessLedger:
         workspace: str | None,
         launcher: dict[str, Any] | None = None,
     ) -> BodySession:
+        return self.ledger._write(
+            lambda tx, now: self._record_session_in(
+                tx, now, session_id, harness, node, generation, lease_id, state, workspace,
+                launcher,
+            )
+        )  # fmt: skip
+
+    def _record_session_in(
+        self,
+        tx: Tx,
+        now: int,
+        session_id: str,
+        harness: str,
+        node: str,
+        generation: int,
+        lease_id: int | None,
+        state: str,
+        workspace: str | None,
+        launcher: dict[str, Any] | None,
+    ) -> BodySession:
         launcher_text = None if launcher is None else json.dumps(launcher, sort_keys=True)
-
-        def body(tx: Tx, now: int) -> BodySession:
-            existing = self._load_session(tx, session_id)
-            if existing is not None and existing.state == "ADMITTED":
-                return existing  # bound for good; never rebound
-            if existing is None:
-                tx.run(
-                    f"INSERT INTO body_session ({_SESSION_COLUMNS}) VALUES "
-                    "(?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL, ?)",
-                    (
-                        session_id,
-                        harness,
-                        node,
-                        generation,
-                        lease_id,
-                        state,
-                        workspace,
-                        now,
-                        launcher_text,
-                    ),
-                )
-            else:
-                tx.run(
-                    "UPDATE body_session SET generation = ?, lease_id = ?, state = ?, "
-                    "bound_at = ?, launcher = COALESCE(?, launcher) WHERE session_id = ?",
-                    (generation, lease_id, state, now, launcher_text, session_id),
-                )
-            if existing is None or existing.state != state:
-                self.ledger._event(tx, now, node=node, kind=f"session.{state.lower()}",
-                                   generation=generation, actor=holder_for(harness, session_id),
-                                   session_id=session_id, lease_id=lease_id,
-                                   workspace=workspace)  # fmt: skip
-            loaded = self._load_session(tx, session_id)
-            assert loaded is not None
-            return loaded
-
-        return self.ledger._write(body)
+        existing = self._load_session(tx, session_id)
+        if existing is not None and existing.state == "ADMITTED":
+            return existing  # bound for good; never rebound
+        if existing is not None and existing.node != node:
+            return existing  # bound to its identity for good; never moved to another
+        if existing is None:
+            tx.run(
+                f"INSERT INTO body_session ({_SESSION_COLUMNS}) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL, ?)",
+                (session_id, harness, node, generation, lease_id, state, workspace, now,
+                 launcher_text),
+            )  # fmt: skip
+        else:
+            tx.run(
+                "UPDATE body_session SET generation = ?, lease_id = ?, state = ?, "
+                "bound_at = ?, launcher = COALESCE(?, launcher) WHERE session_id = ?",
+                (generation, lease_id, state, now, launcher_text, session_id),
+            )
+        if existing is None or existing.state != state:
+            self.ledger._event(tx, now, node=node, kind=f"session.{state.lower()}",
+                               generation=generation, actor=holder_for(harness, session_id),
+                               session_id=session_id, lease_id=lease_id,
+                               workspace=workspace)  # fmt: skip
+        loaded = self._load_session(tx, session_id)
+        assert loaded is not None
+        return loaded
 
     def bind_launched_session(
         self, session_id: str, *, harness: str, node: str, generation: int, lease_id: int,

@@ -502,14 +502,21 @@ class Ledger:
             ]
         )
 
-    def open_episode(self, node: str, objective: str, *, by: str = "operator") -> WorkEpisode:
-        """Open the node's bounded assignment; a node has at most one open episode."""
+    def open_episode(
+        self, node: str, objective: str, *, by: str = "operator", generation: int | None = None
+    ) -> WorkEpisode:
+        """Open the node's bounded assignment; a node has at most one open episode.
+
+        ``generation`` is given when a body opens it: a stale one is denied with a receipt.
+        """
         validate_name(node, "node")
         validate_free_text(objective, "objective")
         if not objective.strip():
             raise BadInput("objective: must not be empty", field="objective")
 
         def body(tx: Tx, now: int) -> WorkEpisode:
+            if generation is not None:
+                self._guard(tx, now, node, generation, "episode open")
             self._lock_node(tx, node)
             if (
                 tx.one("SELECT 1 FROM work_episode WHERE node = ? AND state = 'OPEN'", (node,))
@@ -528,11 +535,15 @@ class Ledger:
 
         return self._write(body)
 
-    def settle_episode(self, node: str, *, by: str = "operator") -> WorkEpisode:
-        """Close the node's open episode."""
+    def settle_episode(
+        self, node: str, *, by: str = "operator", generation: int | None = None
+    ) -> WorkEpisode:
+        """Close the node's open episode (a body's ``generation`` is checked like any write)."""
         validate_name(node, "node")
 
         def body(tx: Tx, now: int) -> WorkEpisode:
+            if generation is not None:
+                self._guard(tx, now, node, generation, "episode settle")
             self._lock_node(tx, node)
             row = tx.one(
                 "SELECT episode_id, objective, opened_at FROM work_episode "

@@ -15,6 +15,7 @@ launch also needs the governor's count and an open halt gate at the moment of ad
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 import signal
 import time
@@ -137,7 +138,7 @@ class Relief:
         try:
             # What would stop the relief after the fence is checked before it: the working
             # body stays live, and the operator is told why and what to run.
-            stop = self._preflight(predecessor)
+            stop = _unsafe_workspace(workspace, self.node) or self._preflight(predecessor)
             if stop is not None:
                 return self._not_started(rid, predecessor, *stop)
             stop = self._await_exchanges()
@@ -293,7 +294,9 @@ class Relief:
     ) -> ReliefOutcome:
         """End a relief that stopped before its fence: nothing fenced, nothing launched."""
         self.say(f"not started: {'; '.join(reasons)}")
-        path = self._report(rid, None, predecessor, None,
+        unsafe = any(r.startswith("WORKSPACE_UNSAFE") for r in reasons)
+        # Where the workspace is unsafe to write, the reasons stay in the ledger alone.
+        path = None if unsafe else self._report(rid, None, predecessor, None,
                             f"{verdict}: not started; generation {predecessor} was not fenced "
                             "and is still the live body", reasons=reasons, fix=fix,
                             fenced=False)  # fmt: skip
@@ -895,6 +898,47 @@ class Relief:
             scratch.unlink()
             self.scratch_removed = str(scratch)
             self.say(f"coordinator scratch file removed: {scratch}")
+
+
+#: Directories a relief writes into (reports, briefs, successor logs, coordinator files).
+_WRITTEN_DIRS = (
+    (".bridge",), (".bridge", "reports"), (".bridge", "turnovers"), (".bridge", "bodies"),
+    ("memory",), ("memory", "agents"), ("memory", "agents", "coords"),
+)  # fmt: skip
+
+
+def _unsafe_workspace(workspace: str, node: str) -> tuple[str, list[str], list[str]] | None:
+    """Every file-system precondition of a relief, checked before its fence: each directory it
+    will write into is absent or a plain, writable directory (never a symlink)."""
+    import stat
+
+    root = Path(workspace)
+    for parts in ((), *_WRITTEN_DIRS):
+        path = root.joinpath(*parts)
+        try:
+            info = path.lstat()
+        except FileNotFoundError:
+            continue  # created by the relief itself, below a checked parent
+        except OSError as exc:
+            problem = f"{path} cannot be inspected ({exc.strerror})"
+        else:
+            if stat.S_ISLNK(info.st_mode):
+                problem = f"{path} is a symlink"
+            elif not stat.S_ISDIR(info.st_mode):
+                problem = f"{path} is not a directory"
+            elif not os.access(path, os.W_OK | os.X_OK):
+                problem = f"{path} is not writable"
+            else:
+                continue
+        return (
+            "BLOCKED",
+            [
+                f"WORKSPACE_UNSAFE: {problem}; a relief writes its report and "
+                "briefs there and never writes through a symlink"
+            ],
+            [f"replace {path} with a plain directory, then onstation relieve {node}"],
+        )
+    return None
 
 
 def _launcher_name(launcher: Launcher) -> str:

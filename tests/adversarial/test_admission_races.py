@@ -1,0 +1,63 @@
+"""Sessions racing for one identity, as real processes, on every backend.
+
+Regression (issue 10): on PostgreSQL, 24 sessions starting at once, in 9 of 18 rounds a
+session was told "you are the body" and fenced a moment later by a racing newcomer, using up
+generations: admission checked in one transaction and acted in another. It is one
+transaction now; every round must end with exactly one body, still the body afterwards, and
+no generation spent.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from onstation.ledger import Ledger
+from onstation.ledger.bodies import HarnessLedger
+
+WORKER = Path(__file__).parents[1] / "integration" / "race_worker.py"
+SESSIONS = 24
+ROUNDS = 3
+
+
+def _race(url: str, node: str, start: Path, round_no: int) -> list[dict[str, object]]:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), "admit", url, node, str(start), str(round_no)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        for _ in range(SESSIONS)
+    ]
+    start.touch()
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    return results
+
+
+@pytest.mark.slow
+def test_sessions_starting_at_once_admit_exactly_one_body(ledger_url: str, tmp_path: Path) -> None:
+    with Ledger.open(ledger_url) as ledger:
+        ledger.register_node("contested")
+    for round_no in range(ROUNDS):
+        start = tmp_path / f"start-{round_no}"
+        results = _race(ledger_url, "contested", start, round_no)
+        admitted = [r for r in results if r["admitted"]]
+        assert len(admitted) == 1, results
+        with Ledger.open(ledger_url) as ledger:
+            # No generation was used up by a racer: one per round (each round starts after
+            # the previous body is gone).
+            assert ledger.get_node("contested").generation == round_no + 1
+            records = HarnessLedger(ledger)
+            # The one told "you are the body" is still the body: judged again, it is admitted.
+            again = records.admit_session(str(admitted[0]["session"]), harness="claude-code",
+                                          node="contested", workspace=None)  # fmt: skip
+            assert again.admitted and not again.fenced
+            # The next round begins once this body has ended cleanly.
+            ledger.release_lease("contested", generation=round_no + 1)
