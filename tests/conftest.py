@@ -128,3 +128,73 @@ def make_ledger(ledger_url: str) -> Iterator[Callable[..., Ledger]]:
 def ledger(make_ledger: Callable[..., Ledger], clock: FakeClock) -> Ledger:
     """An empty ledger on the current backend, on the fake clock."""
     return make_ledger(clock=clock)
+
+
+# -- the adversarial campaigns: counts printed at the end of the run --------------------------
+
+#: campaign name -> {"tried": n, "denied": n, "lost": n}, summed over the run (and workers).
+_CAMPAIGNS: dict[str, dict[str, int]] = {}
+
+
+def soak_scale() -> int:
+    """How many times larger the adversarial campaigns run: 1 in CI, more under ``./dev soak``
+    (``ONSTATION_SOAK=N``)."""
+    try:
+        return max(1, int(os.environ.get("ONSTATION_SOAK", "1")))
+    except ValueError:
+        return 1
+
+
+class Campaign:
+    """Counts one adversarial campaign: attempts tried, attempts refused as they must be, and
+    anything lost (a promise broken: a double grant, a repeated effect, a fenced write kept)."""
+
+    def __init__(self, name: str) -> None:
+        self.counts = _CAMPAIGNS.setdefault(name, {"tried": 0, "denied": 0, "lost": 0})
+
+    def tried(self, n: int = 1) -> None:
+        self.counts["tried"] += n
+
+    def denied(self, n: int = 1) -> None:
+        self.counts["denied"] += n
+
+    def lost(self, n: int = 1) -> None:
+        self.counts["lost"] += n
+
+
+@pytest.fixture
+def campaign() -> type[Campaign]:
+    """``campaign("name")``: the counter of one adversarial campaign."""
+    return Campaign
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:  # an xdist worker: hand the counts to the controller
+        import json
+
+        output["onstation_campaigns"] = json.dumps(_CAMPAIGNS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    import json
+
+    text = getattr(node, "workeroutput", {}).get("onstation_campaigns")
+    for name, counts in json.loads(text or "{}").items():
+        mine = _CAMPAIGNS.setdefault(name, {"tried": 0, "denied": 0, "lost": 0})
+        for key, value in counts.items():
+            mine[key] += int(value)
+
+
+def pytest_terminal_summary(terminalreporter: object) -> None:
+    if not _CAMPAIGNS:
+        return
+    write = terminalreporter.write_line  # type: ignore[attr-defined]
+    width = max(len("campaign"), *(len(n) for n in _CAMPAIGNS))
+    write("")
+    write(f"adversarial campaigns (scale {soak_scale()}):")
+    write(f"  {'campaign'.ljust(width)}  {'tried':>8}  {'denied':>8}  {'lost':>6}")
+    for name in sorted(_CAMPAIGNS):
+        c = _CAMPAIGNS[name]
+        write(f"  {name.ljust(width)}  {c['tried']:>8}  {c['denied']:>8}  {c['lost']:>6}")

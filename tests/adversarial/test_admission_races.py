@@ -16,20 +16,23 @@ from pathlib import Path
 
 import pytest
 
+from conftest import Campaign, soak_scale
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import HarnessLedger
 
 WORKER = Path(__file__).parents[1] / "integration" / "race_worker.py"
 SESSIONS = 24
-ROUNDS = 3
+ROUNDS = 3 * soak_scale()
 
 
 def _race(url: str, node: str, start: Path, round_no: int) -> list[dict[str, object]]:
     procs = [
         subprocess.Popen(
             [sys.executable, str(WORKER), "admit", url, node, str(start), str(round_no)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(SESSIONS)
     ]
     start.touch()
@@ -42,13 +45,19 @@ def _race(url: str, node: str, start: Path, round_no: int) -> list[dict[str, obj
 
 
 @pytest.mark.slow
-def test_sessions_starting_at_once_admit_exactly_one_body(ledger_url: str, tmp_path: Path) -> None:
+def test_sessions_starting_at_once_admit_exactly_one_body(
+    ledger_url: str, tmp_path: Path, campaign: type[Campaign]
+) -> None:
+    count = campaign(f"admission races ({SESSIONS} sessions at once)")
     with Ledger.open(ledger_url) as ledger:
         ledger.register_node("contested")
     for round_no in range(ROUNDS):
         start = tmp_path / f"start-{round_no}"
         results = _race(ledger_url, "contested", start, round_no)
         admitted = [r for r in results if r["admitted"]]
+        count.tried(len(results))
+        count.denied(len(results) - len(admitted))
+        count.lost(abs(len(admitted) - 1))
         assert len(admitted) == 1, results
         with Ledger.open(ledger_url) as ledger:
             # No generation was used up by a racer: one per round (each round starts after
