@@ -114,7 +114,7 @@ WITH_DEFAULT_SIGINT = [sys.executable, "-c", "import os, signal, sys; "
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_an_interrupted_demo_stops_every_process_it_started(tmp_path: Path, sig: int) -> None:
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     demo = subprocess.Popen(

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from onstation.harness.fake_agent import mark_scratch_workspace
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import INTERACTIVE_HOLDER, HarnessLedger
 from onstation.ledger.relief_records import ReliefLedger
@@ -38,6 +39,7 @@ def team(tmp_path: Path) -> dict[str, Any]:
     for argv in (["git", "init", "-q", "-b", "main"], ["git", "commit", "-q", "--allow-empty",
                                                         "-m", "init"]):  # fmt: skip
         subprocess.run(argv, cwd=app, check=True, env={**os.environ, **GIT})
+    mark_scratch_workspace(app)  # this test made it: a fake successor may work in it
     env = {**os.environ, **GIT, "ONSTATION_DB": str(tmp_path / "ledger.db"),
            "ONSTATION_KEYS_DIR": str(tmp_path / "keys")}  # fmt: skip
     assert (

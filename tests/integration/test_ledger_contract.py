@@ -374,6 +374,7 @@ def test_reconcile_settles_fenced_generations(ledger: Ledger) -> None:
         "exec-1", generation=gen, arguments={"commit": commit}, **PUSH
     )[0]
     intended, dispatched, observed, committed = make("a"), make("b"), make("c"), make("d")
+    refused = make("e")
     for e in (dispatched, observed, committed):
         ledger.dispatch_effect(e.effect_id, generation=gen)
     for e in (observed, committed):
@@ -384,11 +385,15 @@ def test_reconcile_settles_fenced_generations(ledger: Ledger) -> None:
     assert before.ambiguous == [] and before.committed == []  # the live generation is untouched
 
     ledger.fence("exec-1", expect_generation=gen)
+    # The fenced generation's dispatch is refused (a receipt): evidence its tool did not run.
+    with pytest.raises(StaleGeneration):
+        ledger.dispatch_effect(refused.effect_id, generation=gen)
     report = ledger.reconcile("exec-1")
-    assert report.ambiguous == [dispatched.effect_id]
-    assert report.failed_before_dispatch == [intended.effect_id]
+    # An intent without such evidence may have run (its hook killed before the dispatch).
+    assert sorted(report.ambiguous) == sorted([intended.effect_id, dispatched.effect_id])
+    assert report.failed_before_dispatch == [refused.effect_id]
     assert report.committed == [observed.effect_id]
-    assert report.unresolved_ambiguous == [dispatched.effect_id]
+    assert report.unresolved_ambiguous == sorted([intended.effect_id, dispatched.effect_id])
     states = {e.effect_id: e.state for e in ledger.effects("exec-1")}
     assert states[committed.effect_id] is EffectState.COMMITTED
     assert ledger.reconcile("exec-1").ambiguous == []  # idempotent

@@ -39,6 +39,8 @@ class Model:
     generation: int = 1
     leases: dict[int, tuple[LeaseState, datetime]] = field(default_factory=dict)
     effects: dict[str, tuple[EffectState, int]] = field(default_factory=dict)
+    #: (key, generation) whose dispatch the ledger refused to that generation for good.
+    refused: set[tuple[str, int]] = field(default_factory=set)
     respawns: list[datetime] = field(default_factory=list)
     writes_accepted: list[int] = field(default_factory=list)
 
@@ -177,7 +179,10 @@ class LedgerMachine(RuleBasedStateMachine):
             return
         gen = self.model.generation
         state, owner = self.model.effects[key]
+        ended = gen in self.model.leases  # one lease per generation: once gone, gone for good
         expected = self.guarded(gen)
+        if expected is not None and verb == "dispatch" and state is src and owner == gen and ended:
+            self.model.refused.add((key, gen))
         if expected is None and (state is not src or owner != gen):
             expected = Conflict
         effect_id = self._effect_id(key)
@@ -212,13 +217,15 @@ class LedgerMachine(RuleBasedStateMachine):
     def reconcile(self) -> None:
         self.ledger.reconcile(NODE)
         moves = {
-            EffectState.INTENDED: EffectState.FAILED_BEFORE_DISPATCH,
+            EffectState.INTENDED: EffectState.AMBIGUOUS,  # it may have run: no decision seen
             EffectState.DISPATCHED: EffectState.AMBIGUOUS,
             EffectState.OBSERVED: EffectState.COMMITTED,
         }
         for key, (state, gen) in list(self.model.effects.items()):
             if gen < self.model.generation and state in moves:
-                self.model.effects[key] = (moves[state], gen)
+                refused = state is EffectState.INTENDED and (key, gen) in self.model.refused
+                moved = EffectState.FAILED_BEFORE_DISPATCH if refused else moves[state]
+                self.model.effects[key] = (moved, gen)
 
     @precondition(
         lambda self: any(s is EffectState.AMBIGUOUS for s, _ in self.model.effects.values())

@@ -324,7 +324,7 @@ def test_hidden_proc_entry_is_unknown_not_gone(
     """/proc mounted with hidepid hides a live process; pidfd_open still sees it."""
     proc = recorder(children)
     w = witness_of(proc)
-    monkeypatch.setattr(witness_mod, "_read_proc", lambda pid: None)
+    monkeypatch.setattr(witness_mod, "_read_proc", lambda pid, **kw: None)
     result = check(w)
     assert result.state == UNKNOWN, result.reason
     assert not signal_if_match(w, signal.SIGUSR1).signalled
@@ -344,7 +344,7 @@ def test_unreadable_proc_is_unknown(
         observe(proc.pid, nonce="n", observed_at=NOW)
     monkeypatch.undo()
 
-    def denied(pid: int) -> None:
+    def denied(pid: int, **kw: object) -> None:
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(witness_mod, "_read_proc", denied)

@@ -33,9 +33,47 @@ def test_happy_path_and_reconcile_moves() -> None:
     assert next_state(EffectAction.OBSERVE, EffectState.DISPATCHED) is EffectState.OBSERVED
     assert next_state(EffectAction.COMMIT, EffectState.OBSERVED) is EffectState.COMMITTED
     assert next_state(EffectAction.RECONCILE, EffectState.DISPATCHED) is EffectState.AMBIGUOUS
-    assert next_state(EffectAction.RECONCILE, EffectState.INTENDED) is (
+    # Issue 10: a hook killed after INTENDED gave its host no decision; the tool may have run.
+    assert next_state(EffectAction.RECONCILE, EffectState.INTENDED) is EffectState.AMBIGUOUS
+    assert next_state(EffectAction.RECONCILE_REFUSED, EffectState.INTENDED) is (
         EffectState.FAILED_BEFORE_DISPATCH
     )
+
+
+#: Moves no operator makes: what the ledger does for bodies, hooks and reconciliation.
+_AUTOMATIC = [a for a in EffectAction if not a.value.startswith("resolve-")]
+#: States in which the effect may have reached the world.
+_MAY_HAVE_RUN = frozenset(
+    {EffectState.DISPATCHED, EffectState.OBSERVED, EffectState.COMMITTED, EffectState.AMBIGUOUS}
+)
+
+
+@given(st.sampled_from(list(EffectState)), st.lists(st.sampled_from(_AUTOMATIC), max_size=12))
+def test_what_may_have_run_is_never_intended_again_automatically(
+    start: EffectState, actions: list[EffectAction]
+) -> None:
+    """Once an effect may have reached the world, no automatic move makes it reintendable."""
+    state = start
+    may_have_run = start in _MAY_HAVE_RUN
+    for action in actions:
+        moved = next_state(action, state)
+        if moved is None:
+            continue
+        state = moved
+        may_have_run = may_have_run or state in _MAY_HAVE_RUN
+        if may_have_run:
+            assert state not in REINTENDABLE
+
+
+@given(st.sampled_from(list(EffectState)))
+def test_reconcile_never_settles_an_unproven_effect_as_not_run(state: EffectState) -> None:
+    """Plain reconciliation proves nothing: it never leads to a state that may be intended
+    again. Only the evidence of a refused dispatch (or the body's own fail) does."""
+    moved = next_state(EffectAction.RECONCILE, state)
+    assert moved is None or moved not in REINTENDABLE
+    into_failed = {a for (a, src), dst in TRANSITIONS.items()
+                   if dst is EffectState.FAILED_BEFORE_DISPATCH}  # fmt: skip
+    assert into_failed == {EffectAction.FAIL, EffectAction.RECONCILE_REFUSED}
 
 
 def test_ambiguous_is_left_only_by_an_operator() -> None:

@@ -126,6 +126,17 @@ def test_witness_json_round_trip() -> None:
     assert ProcessWitness.from_json(witness(executable=None).to_json()).executable is None
 
 
+def test_witness_marker_round_trip_and_old_witnesses_still_load() -> None:
+    marked = witness(marker="c0ffee")
+    assert marked.to_json()["marker"] == "c0ffee"
+    assert ProcessWitness.from_json(json.dumps(marked.to_json())) == marked
+    assert marked != witness()  # the marker is part of the identity
+    # A witness stored before markers existed: no "marker" key, loads as an unmarked one.
+    old = witness().to_json()
+    assert "marker" not in old
+    assert ProcessWitness.from_json(old).marker is None
+
+
 def test_witness_is_immutable() -> None:
     w = witness()
     with pytest.raises(AttributeError):
@@ -149,6 +160,9 @@ def test_witness_is_immutable() -> None:
         ({"observed_at": "yesterday"}, "observed_at"),
         ({"observed_at": "2026-01-01T12:00:00+02:00"}, "observed_at"),
         ({"observed_at": "2026-01-01T12:00:00"}, "observed_at"),
+        ({"marker": ""}, "marker"),
+        ({"marker": "a\0b"}, "marker"),
+        ({"marker": 7}, "marker"),
     ],
 )
 def test_witness_rejects_bad_fields(changes: dict[str, object], field: str) -> None:

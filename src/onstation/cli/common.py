@@ -4,13 +4,15 @@ Every leaf command is decorated with :func:`command_options`, so ``--db URL`` (e
 ``ONSTATION_DB``) and ``--json`` are accepted after the command name, where people type
 them. Errors are one line on stderr (``onstation: error: ...``) or, with ``--json``, one
 JSON object on stdout; the exit code comes from the error's kind (see
-:class:`onstation.core.errors.ExitCode`).
+:class:`onstation.core.errors.ExitCode`). The top-level group (:class:`OnstationGroup`)
+holds click's own usage errors to the same rule.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import math
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -95,11 +97,139 @@ def parse_json_option(text: str, field: str) -> Any:
     return loads_strict(text, field)
 
 
-def positive_int(value: int, field: str) -> int:
-    """Refuse zero and negative numbers with a one-line error naming the option."""
+INT64_MAX = 2**63 - 1
+
+
+def positive_int(value: int, field: str, maximum: int = INT64_MAX) -> int:
+    """Refuse zero, negative and too large numbers with a one-line error naming the option."""
     if value < 1:
         raise BadInput(f"{field}: must be at least 1 (got {value})", field=field)
+    if value > maximum:
+        raise BadInput(f"{field}: must be at most {maximum} (got {value})", field=field)
     return value
+
+
+# --------------------------------------------------------------------------------------------
+# click's own errors and parameter types
+
+
+class _Int64(click.types.IntParamType):
+    """An integer the ledger can store: every integer column is a signed 64-bit integer."""
+
+    name = "integer"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not -INT64_MAX - 1 <= number <= INT64_MAX:
+            self.fail(f"{value!r} is outside the 64-bit integer range", param, ctx)
+        return number
+
+
+class _FiniteFloat(click.types.FloatParamType):
+    """A number of seconds or hours: NaN compares false with every bound, so it is refused."""
+
+    name = "float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+def bound_numbers(group: click.Group) -> None:
+    """Give every plain ``int``/``float`` parameter of every command under ``group`` a
+    bounded type, so an out-of-range number is a usage error (exit 2) wherever it appears."""
+    int64, finite = _Int64(), _FiniteFloat()
+    pending: list[click.Command] = [group]
+    while pending:
+        command = pending.pop()
+        for param in command.params:
+            if param.type is click.INT:
+                param.type = int64
+            elif param.type is click.FLOAT:
+                param.type = finite
+        if isinstance(command, click.Group):
+            pending.extend(command.commands.values())
+
+
+_JSON_META = "onstation.json"
+
+
+class UsageFailure(click.ClickException):
+    """A click error reported by onstation's rules: one line, or one JSON object, exit 2.
+
+    Every error click raises is about the arguments given (a bad or missing value, an
+    unknown option or command), so it is bad input whatever click's own exit code."""
+
+    exit_code = int(ExitCode.BAD_INPUT)
+
+    def __init__(self, message: str, *, as_json: bool, command_path: str | None) -> None:
+        super().__init__(message)
+        self.as_json = as_json
+        self.command_path = command_path
+
+    def show(self, file: Any = None) -> None:
+        message = " ".join(self.format_message().split())
+        if self.as_json:
+            click.echo(json.dumps(BadInput(message).to_json(), sort_keys=True))
+            return
+        hint = f" (see '{self.command_path} --help')" if self.command_path else ""
+        click.echo(f"onstation: bad input: {message}{hint}", err=True)
+
+
+@contextmanager
+def _usage_errors(as_json: bool) -> Iterator[None]:
+    try:
+        yield
+    except (click.exceptions.NoArgsIsHelpError, UsageFailure):
+        raise  # the help text is what was asked for; a UsageFailure is already reported so
+    except click.ClickException as exc:
+        ctx = getattr(exc, "ctx", None)
+        path = ctx.command_path if isinstance(ctx, click.Context) else None
+        raise UsageFailure(exc.format_message(), as_json=as_json, command_path=path) from exc
+
+
+def _refuse_undecodable(args: list[str]) -> None:
+    """Refuse an argument holding bytes that are not UTF-8, naming the option it belongs to.
+
+    Python hands such bytes over as lone surrogates (surrogateescape); they cannot be
+    stored, hashed or printed, so they are refused before any command runs."""
+    for index, arg in enumerate(args):
+        if arg.isascii():
+            continue
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            if arg.startswith("--") and "=" in arg:
+                where = arg.split("=", 1)[0]
+            elif index > 0 and args[index - 1].startswith("-"):
+                where = args[index - 1]
+            else:
+                where = f"argument {index + 1}"
+            where = where.encode("utf-8", "backslashreplace").decode("utf-8")
+            raise click.UsageError(f"{where}: not valid UTF-8") from None
+
+
+class OnstationGroup(click.Group):
+    """The ``onstation`` group: usage errors (bad or missing option values, unknown options
+    or commands) exit 2 with one line, or one JSON object on stdout when ``--json`` is
+    anywhere in the arguments; arguments that are not UTF-8 are refused the same way."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:  # fmt: skip
+        as_json = "--json" in args
+        with _usage_errors(as_json):
+            _refuse_undecodable(args)
+            ctx = super().make_context(info_name, args, parent=parent, **extra)
+        ctx.meta[_JSON_META] = as_json
+        return ctx
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _usage_errors(bool(ctx.meta.get(_JSON_META))):
+            return super().invoke(ctx)
 
 
 EXIT_CODES_HELP = "\n".join(

@@ -159,7 +159,7 @@ def workspace_show(directory: str, opts: Options) -> None:
     from onstation.ledger import Ledger
     from onstation.ledger.bodies import HarnessLedger
 
-    with Ledger.open(opts.db) as ledger:
+    with Ledger.open(opts.db, create=False) as ledger:
         found = HarnessLedger(ledger).node_for_workspace(directory)
     if found is None:
         raise BadInput(f"{os.path.realpath(directory)} is not bound to any node")
@@ -241,7 +241,7 @@ def brief_show(node_name: str, opts: Options) -> None:
     from onstation.ledger.bodies import HarnessLedger
 
     validate_name(node_name, "node")
-    with Ledger.open(opts.db) as ledger:
+    with Ledger.open(opts.db, create=False) as ledger:
         doc = HarnessLedger(ledger).latest_document(node_name, "brief")
     if doc is None:
         raise BadInput(f"{node_name} has no brief")
@@ -395,7 +395,7 @@ def message_list(recipient: str, opts: Options) -> None:
     from onstation.ledger.bodies import HarnessLedger
 
     validate_name(recipient, "recipient")
-    with Ledger.open(opts.db) as ledger:
+    with Ledger.open(opts.db, create=False) as ledger:
         rows = HarnessLedger(ledger).messages(recipient)
     emit(
         opts,

@@ -4,13 +4,21 @@ A hook never breaks the agent: malformed input, an unknown event, an unreachable
 any other failure ends with exit 0, no decision on stdout, and a one-line note on stderr
 (Claude Code shows it as a hook notice and carries on). Each ledger write is its own
 transaction, so a failure records nothing half-done.
+
+A hook cannot be dodged or stalled either: a PreToolUse from a session that is not the live
+body (fenced or refused) is denied even when its payload cannot be read (its session id is
+found without parsing the payload whole), and every call is answered within a fixed time
+budget, past which an unchecked PreToolUse is denied.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
+import threading
+import time
 
 TYPE_CHECKING = False  # typing costs import time on the hook hot path
 if TYPE_CHECKING:
@@ -18,7 +26,17 @@ if TYPE_CHECKING:
 
 USAGE_HOOK = "usage: onstation hook claude-code|codex EVENT [--db URL]  (JSON payload on stdin)"
 USAGE_STATUS = "usage: onstation statusline [--wrap COMMAND] [--db URL]  (JSON on stdin)"
-MAX_PAYLOAD = 16 * 1024 * 1024
+#: A payload larger than this is not parsed (bounded time and memory); the rest of a larger
+#: one is read and dropped (up to MAX_DRAIN) so that the host's write completes.
+MAX_PAYLOAD = 1024 * 1024
+MAX_DRAIN = 64 * 1024 * 1024
+#: JSON nested deeper than this is not parsed: no recursion limit is reached later.
+MAX_DEPTH = 100
+#: Tokens read at most while looking for the top-level session id of an unreadable payload.
+MAX_SCAN_TOKENS = 1_000_000
+#: Wall-clock seconds one hook call may take (``ONSTATION_HOOK_BUDGET`` changes it). Effect
+#: classification gets the first half; past the whole, the call is answered at once.
+HOOK_BUDGET = 10.0
 
 
 def _note(text: str) -> None:
@@ -39,20 +57,111 @@ def _split_db(args: list[str]) -> tuple[list[str], str | None]:
     return rest, db
 
 
-def _read_payload() -> dict[str, Any] | None:
-    raw = sys.stdin.buffer.read(MAX_PAYLOAD + 1)
-    if len(raw) > MAX_PAYLOAD:
-        _note("hook payload larger than 16 MiB; ignored")
-        return None
+def _read_stdin() -> tuple[bytes, bool]:
+    """The payload's first MAX_PAYLOAD + 1 bytes, and whether there was more."""
+    stream = sys.stdin.buffer
+    raw = stream.read(MAX_PAYLOAD + 1)
+    if len(raw) <= MAX_PAYLOAD:
+        return raw, False
+    drained = 0
+    while drained < MAX_DRAIN:
+        chunk = stream.read(1 << 20)
+        if not chunk:
+            break
+        drained += len(chunk)
+    return raw, True
+
+
+# A JSON string (escapes included) is one token, so nothing inside a string is structure.
+_STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*"'
+_NESTING = re.compile(_STRING + rb"|[][{}]", re.DOTALL)
+_TOKENS = re.compile(_STRING + rb"|[][{}:,]", re.DOTALL)
+
+
+def _too_deep(raw: bytes, limit: int) -> bool:
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False  # the common case, answered at C speed
+    depth = 0
+    for match in _NESTING.finditer(raw):
+        char = raw[match.start()]
+        if char in b"[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif char in b"]}":
+            depth -= 1
+    return False
+
+
+def _parse(raw: bytes, oversized: bool) -> tuple[dict[str, Any] | None, str]:
+    """The payload, or None and why not. Never raises, and takes time linear in its size."""
+    if oversized:
+        return None, f"payload larger than {MAX_PAYLOAD // 1024} KiB"
+    if _too_deep(raw, MAX_DEPTH):
+        return None, f"payload nested deeper than {MAX_DEPTH} levels"
     try:
         payload = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        _note(f"hook payload is not JSON ({exc.__class__.__name__}); nothing recorded")
-        return None
+    except (ValueError, RecursionError) as exc:  # ValueError: also a 5,000-digit integer
+        return None, f"payload is not JSON ({exc.__class__.__name__})"
     if not isinstance(payload, dict):
-        _note("hook payload is not a JSON object; nothing recorded")
+        return None, "payload is not a JSON object"
+    return payload, ""
+
+
+def _json_string(token: bytes) -> str | None:
+    if len(token) > 8192:
         return None
-    return payload
+    try:
+        value = json.loads(token.decode("utf-8"))
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _top_level(raw: bytes, keys: tuple[str, ...]) -> dict[str, str]:
+    """String values of top-level keys of a JSON object that may not parse as a whole.
+
+    Hosts write ``session_id`` first, so this stops within the first few tokens of a real
+    payload whatever follows it (a 100,000-deep array, a 5,000-digit number, a truncation).
+    """
+    found: dict[str, str] = {}
+    depth = 0
+    want_key = False
+    key: bytes | None = None
+    value_of: str | None = None
+    for count, match in enumerate(_TOKENS.finditer(raw)):
+        if count >= MAX_SCAN_TOKENS:
+            break
+        token = match.group()
+        if token[:1] == b'"':
+            if depth == 1 and want_key:
+                key, want_key = token, False
+            elif depth == 1 and value_of is not None:
+                text = _json_string(token)
+                if text is not None:
+                    found.setdefault(value_of, text)
+                    if len(found) == len(keys):
+                        break
+            value_of = None
+            continue
+        if token == b":":
+            name = _json_string(key) if depth == 1 and key is not None else None
+            value_of = name if name in keys else None
+            key = None
+            continue
+        value_of = None
+        if token in (b"{", b"["):
+            depth += 1
+            if depth == 1 and token == b"[":
+                break  # not an object
+            want_key = depth == 1
+        elif token in (b"}", b"]"):
+            depth -= 1
+            if depth <= 0:
+                break
+        elif depth == 1:  # ","
+            want_key, key = True, None
+    return found
 
 
 def _open(payload: dict[str, Any], db: str | None) -> tuple[Any, Any]:
@@ -66,40 +175,185 @@ def _open(payload: dict[str, Any], db: str | None) -> tuple[Any, Any]:
     return Ledger.open(url), config
 
 
+def _budget() -> float:
+    try:
+        seconds = float(os.environ.get("ONSTATION_HOOK_BUDGET") or HOOK_BUDGET)
+    except ValueError:
+        return HOOK_BUDGET
+    if not seconds > 0:  # also NaN
+        return HOOK_BUDGET
+    return min(max(seconds, 0.05), 600.0)
+
+
+def _deny(reason: str) -> dict[str, Any]:
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    }
+
+
+class _Answer:
+    """Gives the call's one answer: the hook's own, or, past the budget, the watchdog's.
+
+    The watchdog is a thread, not a signal: a signal handler runs only between bytecodes, so
+    it cannot cut short a wait inside SQLite or a child process; the thread can answer and end
+    the process whatever the main thread is blocked in.
+    """
+
+    def __init__(self, harness: str, event: str, budget: float, progress: dict[str, Any]) -> None:
+        self.harness = harness
+        self.event = event
+        self.budget = budget
+        self.progress = progress
+        self._given = threading.Lock()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="onstation-hook-budget",
+                                        daemon=True)  # fmt: skip
+        self._thread.start()
+
+    def give(self, output: dict[str, Any] | None, notes: list[str], code: int) -> int:
+        self._given.acquire()  # never released: one answer per call
+        for note in notes:
+            _note(note)
+        if output is not None:
+            sys.stdout.write(json.dumps(output) + "\n")
+        sys.stdout.flush()
+        self._done.set()
+        return code
+
+    def cancel(self) -> None:
+        """No answer after all (the call is ending by an exception): stop the watchdog."""
+        self._given.acquire(blocking=False)
+        self._done.set()
+
+    def _watch(self) -> None:
+        if self._done.wait(self.budget) or not self._given.acquire(blocking=False):
+            return
+        output, note = self._late_answer()
+        try:
+            _note(note)
+            if output is not None:
+                sys.stdout.write(json.dumps(output) + "\n")
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(0)
+
+    def _late_answer(self) -> tuple[dict[str, Any] | None, str]:
+        spent = f"hook {self.event} ran out of its {self.budget:g} s budget"
+        if self.event != "PreToolUse":
+            late = {"continue": True} if self.harness == "codex" and self.event == "Stop" else None
+            return late, f"{spent}; no decision"
+        got = self.progress
+        if got.get("dispatched") or (
+            got.get("standing") == "admitted" and got.get("effect_capable") is False
+        ):
+            # A live body's inert call, or one whose every effect is journaled: let it run.
+            return None, f"{spent}; no decision (the call was checked)"
+        reason = (
+            f"onstation: this call could not be checked within the hook's {self.budget:g} s "
+            "time budget, so it is denied; retry it (split a long command)."
+        )
+        return _deny(reason), f"{spent}; the call is denied"
+
+
 def hook_main(args: list[str]) -> int:
-    """Run one hook call; always fail open."""
+    """Run one hook call; always fail open, except that a body which may not act is denied."""
     args, db = _split_db(args)
     if len(args) != 2 or args[0] not in ("claude-code", "codex"):
         _note(USAGE_HOOK)
         return 1  # non-blocking in every harness: a broken install must not block the agent
     harness, event = args
-    payload = _read_payload()
+    budget = _budget()
+    deadline = time.monotonic() + budget / 2
+    progress: dict[str, Any] = {}
+    answer = _Answer(harness, event, budget, progress)
+    try:
+        output, notes, code = _run(harness, event, db, deadline, progress)
+    except Exception as exc:
+        output, notes, code = None, [f"hook {event} failed open: {exc!r}"], 0
+    except BaseException:
+        answer.cancel()
+        raise
+    return answer.give(output, notes, code)
+
+
+def _run(
+    harness: str, event: str, db: str | None, deadline: float, progress: dict[str, Any]
+) -> tuple[dict[str, Any] | None, list[str], int]:
+    """(JSON to print, notes for stderr, exit code) of one call."""
+    raw, oversized = _read_stdin()
+    payload, problem = _parse(raw, oversized)
     if payload is None:
-        return 0
+        fields = _top_level(raw, ("session_id", "cwd", "tool_name"))
+        return _unjudged(harness, event, fields, db, problem)
+    notes: list[str] = []
     try:
         from onstation.relief.hotpath import NOT_HANDLED, try_fast
 
-        if try_fast(harness, event, payload, db) is not NOT_HANDLED:
-            return 0
+        if try_fast(harness, event, payload, db, deadline) is not NOT_HANDLED:
+            return None, [], 0
     except Exception as exc:
-        _note(f"hook fast path skipped: {getattr(exc, 'message', None) or exc}")
+        notes.append(f"hook fast path skipped: {getattr(exc, 'message', None) or exc}")
     try:
         from onstation.relief.hooks import HookRunner
 
         ledger, config = _open(payload, db)
         try:
-            answer = HookRunner(ledger, harness, config).handle(event, payload)
+            runner = HookRunner(ledger, harness, config)
+            runner.deadline = deadline
+            runner.progress = progress
+            answer = runner.handle(event, payload)
         finally:
             ledger.close()
     except Exception as exc:
         message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-        _note(f"hook {event} failed open: {message}")
-        return 0
-    for note in answer.notes:
-        _note(note)
-    if answer.output is not None:
-        sys.stdout.write(json.dumps(answer.output) + "\n")
-    return answer.exit_code
+        output, late, code = _unjudged(harness, event, payload, db, message)
+        return output, notes + late, code
+    return answer.output, notes + answer.notes, answer.exit_code
+
+
+def _unjudged(
+    harness: str, event: str, fields: dict[str, Any], db: str | None, problem: str
+) -> tuple[dict[str, Any] | None, list[str], int]:
+    """A call that could not be read or answered: fail open, unless it is a PreToolUse from a
+    known session that is not the live body: that is denied all the same."""
+    session_id = fields.get("session_id")
+    if event == "PreToolUse" and isinstance(session_id, str) and session_id:
+        try:
+            answer = _judge_session(harness, session_id, fields, db, problem)
+        except Exception as exc:
+            message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            problem = f"{problem}; its session could not be judged ({message})"
+        else:
+            if answer is not None:
+                denied = "; ".join([f"hook PreToolUse denied: {problem}", *answer.notes])
+                return answer.output, [denied], 0
+    return None, [f"hook {event} failed open: {problem}"], 0
+
+
+def _judge_session(
+    harness: str, session_id: str, fields: dict[str, Any], db: str | None, problem: str
+) -> Any:
+    from onstation.harness.config import load_config
+    from onstation.relief.hotpath import _sqlite_path
+
+    given = fields.get("cwd")
+    cwd = given if isinstance(given, str) and os.path.isdir(given) else os.getcwd()
+    config = load_config(cwd)
+    url = db or config.db or os.environ.get("ONSTATION_DB") or None
+    path = _sqlite_path(url)
+    if path is not None and not os.path.isfile(path):
+        return None  # no ledger: no session is known, none is fenced
+    from onstation.ledger import Ledger
+    from onstation.relief.hooks import HookRunner
+
+    with Ledger.open(url) as ledger:
+        runner = HookRunner(ledger, harness, config)
+        return runner.deny_unjudged(session_id, fields.get("tool_name"), problem)
 
 
 def _wrapped(command: str, raw: bytes) -> str:

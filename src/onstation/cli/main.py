@@ -24,8 +24,10 @@ import click
 from onstation import __version__
 from onstation.cli.common import (
     EXIT_CODES_HELP,
+    OnstationGroup,
     Options,
     body_generation,
+    bound_numbers,
     command_options,
     emit,
     parse_json_option,
@@ -46,9 +48,13 @@ def _operator() -> str:
 
 
 @contextmanager
-def open_ledger(opts: Options) -> Iterator[Ledger]:
-    """The ledger named by ``--db``/``ONSTATION_DB`` (default: the user's SQLite file)."""
-    ledger = Ledger.open(opts.db)
+def open_ledger(opts: Options, *, create: bool = True) -> Iterator[Ledger]:
+    """The ledger named by ``--db``/``ONSTATION_DB`` (default: the user's SQLite file).
+
+    Read-only commands pass ``create=False``: a mistyped ``--db`` is then refused instead of
+    leaving an empty ledger (and its directories) behind.
+    """
+    ledger = Ledger.open(opts.db, create=create)
     try:
         yield ledger
     finally:
@@ -59,7 +65,15 @@ def _check_name(value: str, field: str = "node") -> str:
     return validate_name(value, field)
 
 
+def _ttl(seconds: int) -> timedelta:
+    from onstation.ledger.ledger import MAX_LEASE_TTL
+
+    # Checked here too: timedelta() itself overflows long before the ledger's own check.
+    return timedelta(seconds=positive_int(seconds, "--ttl", int(MAX_LEASE_TTL.total_seconds())))
+
+
 @click.group(
+    cls=OnstationGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog="\b\nExit codes:\n" + EXIT_CODES_HELP,
 )
@@ -98,7 +112,7 @@ def node_register(name: str, role: str | None, spawner: str | None, opts: Option
 def node_show(name: str, opts: Options) -> None:
     """Show an identity, its live body and its effects in flight."""
     _check_name(name)
-    with open_ledger(opts) as ledger:
+    with open_ledger(opts, create=False) as ledger:
         current = ledger.get_node(name)
         lease = ledger.live_lease(name)
         effects = ledger.effects(name)
@@ -139,7 +153,7 @@ def node_show(name: str, opts: Options) -> None:
 @command_options
 def node_list(opts: Options) -> None:
     """List every identity."""
-    with open_ledger(opts) as ledger:
+    with open_ledger(opts, create=False) as ledger:
         nodes = ledger.list_nodes()
     emit(
         opts,
@@ -180,7 +194,7 @@ def actor_add(name: str, node_name: str | None, opts: Options) -> None:
 @command_options
 def actor_list(opts: Options) -> None:
     """List actors."""
-    with open_ledger(opts) as ledger:
+    with open_ledger(opts, create=False) as ledger:
         actors = ledger.list_actors()
     emit(
         opts,
@@ -235,7 +249,7 @@ def episode_settle(name: str, generation: int | None, opts: Options) -> None:
 def episode_list(name: str, opts: Options) -> None:
     """List the node's episodes."""
     _check_name(name)
-    with open_ledger(opts) as ledger:
+    with open_ledger(opts, create=False) as ledger:
         eps = ledger.episodes(name)
     emit(
         opts,
@@ -268,14 +282,14 @@ def lease_acquire(
 ) -> None:
     """Admit a body for the node's current generation."""
     _check_name(name)
-    positive_int(ttl, "--ttl")
+    lifetime = _ttl(ttl)
     if expect_generation is not None:
         positive_int(expect_generation, "--expect-generation")
     with open_ledger(opts) as ledger:
         got = ledger.acquire_lease(
             name,
             holder=holder,
-            ttl=timedelta(seconds=ttl),
+            ttl=lifetime,
             expect_generation=expect_generation,
             by=_operator(),
         )
@@ -317,9 +331,9 @@ def lease_renew(name: str, generation: int, ttl: int, opts: Options) -> None:
     """Heartbeat: extend the body's lease (denied for a stale generation)."""
     _check_name(name)
     positive_int(generation, "--generation")
-    positive_int(ttl, "--ttl")
+    lifetime = _ttl(ttl)
     with open_ledger(opts) as ledger:
-        got = ledger.renew_lease(name, generation=generation, ttl=timedelta(seconds=ttl))
+        got = ledger.renew_lease(name, generation=generation, ttl=lifetime)
     emit(
         opts,
         got.to_json(),
@@ -346,7 +360,7 @@ def lease_release(name: str, generation: int, opts: Options) -> None:
 def lease_list(name: str, opts: Options) -> None:
     """Every lease the node ever had."""
     _check_name(name)
-    with open_ledger(opts) as ledger:
+    with open_ledger(opts, create=False) as ledger:
         leases = ledger.leases(name)
     emit(
         opts,
@@ -391,7 +405,7 @@ def guard_cmd(name: str, generation: int, action: str, opts: Options) -> None:
 def denials_cmd(name: str, opts: Options) -> None:
     """The node's durable denial receipts."""
     _check_name(name)
-    with open_ledger(opts) as ledger:
+    with open_ledger(opts, create=False) as ledger:
         rows = ledger.denials(name)
     emit(
         opts,
@@ -432,7 +446,7 @@ def grant_issue(name: str, generation: int, capability: str, opts: Options) -> N
 def grant_list(name: str, opts: Options) -> None:
     """The node's grants."""
     _check_name(name)
-    with open_ledger(opts) as ledger:
+    with open_ledger(opts, create=False) as ledger:
         rows = ledger.grants(name)
     emit(
         opts,
@@ -622,7 +636,7 @@ def effect_resolve(effect_id: str, outcome: str, by: str, why: str, opts: Option
 def effect_list(name: str, state: str | None, opts: Options) -> None:
     """The node's effects."""
     _check_name(name)
-    with open_ledger(opts) as ledger:
+    with open_ledger(opts, create=False) as ledger:
         rows = ledger.effects(name, state=None if state is None else EffectState(state))
     emit(
         opts,
@@ -637,7 +651,7 @@ def effect_list(name: str, state: str | None, opts: Options) -> None:
 def effect_show(effect_id: str, opts: Options) -> None:
     """One effect, whole."""
     validate_name(effect_id, "effect id")
-    with open_ledger(opts) as ledger:
+    with open_ledger(opts, create=False) as ledger:
         got = ledger.get_effect(effect_id)
     emit(
         opts,
@@ -691,7 +705,7 @@ def respawn_request(name: str, kind: str, opts: Options) -> None:
 def respawn_status(name: str, kind: str, opts: Options) -> None:
     """What the governor would answer now."""
     _check_name(name)
-    with open_ledger(opts) as ledger:
+    with open_ledger(opts, create=False) as ledger:
         status = ledger.respawn_status(name, kind=kind)
     emit(opts, status.to_json(), lambda: _respawn_human(status.to_json()))
 
@@ -762,7 +776,7 @@ def unhalt_cmd(node_name: str | None, by: str | None, opts: Options) -> None:
 @command_options
 def halts_cmd(opts: Options) -> None:
     """Halts in force."""
-    with open_ledger(opts) as ledger:
+    with open_ledger(opts, create=False) as ledger:
         rows = ledger.halts()
     emit(
         opts,
@@ -797,7 +811,7 @@ def history_cmd(name: str, limit: int | None, opts: Options) -> None:
     _check_name(name)
     if limit is not None:
         positive_int(limit, "--limit")
-    with open_ledger(opts) as ledger:
+    with open_ledger(opts, create=False) as ledger:
         events = ledger.history(name, limit=limit)
     emit(
         opts,
@@ -840,7 +854,7 @@ def db_status(opts: Options) -> None:
     """Which backend and schema version the ledger URL reaches."""
     from onstation.ledger import latest_schema_version, open_backend
 
-    backend = open_backend(opts.db, require_migrated=False)
+    backend = open_backend(opts.db, require_migrated=False, create=False)
     try:
         version = backend.schema_version()
     finally:
@@ -895,6 +909,7 @@ def _register_optional_groups() -> None:
 
 
 _register_optional_groups()
+bound_numbers(cli)
 
 
 def main(argv: list[str] | None = None) -> None:

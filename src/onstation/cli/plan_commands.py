@@ -20,26 +20,20 @@ from onstation.cli.common import Options, command_options, emit
 from onstation.core.canonical import loads_strict
 from onstation.core.errors import BadInput, ExitCode
 from onstation.core.names import validate_name
-
-MAX_INPUT_BYTES = 16 << 20
-
-
-def _read_bytes(path: str, what: str) -> bytes:
-    file = Path(path)
-    try:
-        if file.stat().st_size > MAX_INPUT_BYTES:
-            raise BadInput(f"{what} {path}: larger than {MAX_INPUT_BYTES} bytes")
-        return file.read_bytes()
-    except FileNotFoundError as exc:
-        raise BadInput(f"{what} {path}: no such file") from exc
-    except IsADirectoryError as exc:
-        raise BadInput(f"{what} {path}: is a directory") from exc
-    except PermissionError as exc:
-        raise BadInput(f"{what} {path}: permission denied") from exc
+from onstation.harness.files import (
+    MAX_DOCUMENT_BYTES,
+    MAX_KEY_BYTES,
+    MAX_SMALL_JSON_BYTES,
+    read_bounded,
+)
 
 
-def _read_json(path: str, what: str) -> Any:
-    return loads_strict(_read_bytes(path, what), f"{what} {path}")
+def _read_bytes(path: str, what: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    return read_bounded(path, limit, what)
+
+
+def _read_json(path: str, what: str, limit: int = MAX_DOCUMENT_BYTES) -> Any:
+    return loads_strict(_read_bytes(path, what, limit), f"{what} {path}")
 
 
 def _pretty(value: Any) -> str:
@@ -107,11 +101,11 @@ def capsule_build(
     repo_path = Path(repo)
     if not repo_path.is_dir():
         raise BadInput(f"--repo {repo}: not a directory")
-    agent = None if facts_file is None else _read_json(facts_file, "--facts")
+    agent = None if facts_file is None else _read_json(facts_file, "--facts", MAX_SMALL_JSON_BYTES)
     if agent is not None and not isinstance(agent, dict):
         raise BadInput("--facts: must be a JSON object")
     moment = _now(now)
-    with open_ledger(opts) as ledger:
+    with open_ledger(opts, create=False) as ledger:
         payload = build_payload(ledger, node, repo=repo_path, base=base, agent=agent, now=moment)
     doc = unsealed(payload)
     if out is not None:
@@ -337,9 +331,11 @@ def keys_export_public(key_id: str, opts: Options) -> None:
 @command_options
 def keys_import_public(file: str, label: str | None, opts: Options) -> None:
     """Trust a public key (exported JSON or 64 hex characters); small-order keys refused."""
-    from onstation.plan.keys import KeyStore, read_regular
+    from onstation.plan.keys import KeyStore
 
-    info = KeyStore().import_public(read_regular(Path(file), 1 << 16), label)
+    info = KeyStore().import_public(
+        read_bounded(file, MAX_KEY_BYTES, "public key", follow_symlinks=False), label
+    )
     emit(opts, info.to_json(), f"imported {info.key_id} (verify only)")
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import getpass
-import json
 import os
 import sys
 from pathlib import Path
@@ -92,8 +91,13 @@ def relieve_cmd(
         if value < 0:
             raise BadInput(f"{name}: must not be negative")
     for path, name in ((capacity_file, "--capacity"), (facts_file, "--facts")):
-        if path is not None and not Path(path).is_file():
-            raise BadInput(f"{name}: {path} is not a file")
+        if path is not None:
+            # Read and parsed here, before the relief records anything: the relief reads them
+            # again only after the fence, where a bad file would leave the body fenced.
+            from onstation.core.canonical import loads_strict
+            from onstation.harness.files import MAX_SMALL_JSON_BYTES, read_bounded
+
+            loads_strict(read_bounded(path, MAX_SMALL_JSON_BYTES, name), name)
     launcher = None
     if harness is not None:
         launcher = launcher_for(harness, model=model, command=command_template)
@@ -188,8 +192,13 @@ def challenge_answer(
     positive_int(generation, "--generation")
     if (echo is None) == (echo_file is None):
         raise BadInput("give exactly one of --echo JSON or --echo-file PATH")
-    text = echo if echo is not None else Path(str(echo_file)).read_text(encoding="utf-8")
-    data = loads_strict(text, "--echo")
+    if echo_file is not None:
+        from onstation.harness.files import MAX_SMALL_JSON_BYTES, read_bounded
+
+        data = loads_strict(read_bounded(echo_file, MAX_SMALL_JSON_BYTES, "--echo-file"),
+                            "--echo-file")  # fmt: skip
+    else:
+        data = loads_strict(str(echo), "--echo")
     if not isinstance(data, dict):
         raise BadInput("--echo: must be a JSON object")
     with Ledger.open(opts.db) as ledger:
@@ -277,7 +286,7 @@ def task_list(owner: str | None, opts: Options) -> None:
     from onstation.ledger import Ledger
     from onstation.ledger.relief_records import ReliefLedger
 
-    with Ledger.open(opts.db) as ledger:
+    with Ledger.open(opts.db, create=False) as ledger:
         rows = ReliefLedger(ledger).tasks(owner)
     emit(opts, {"tasks": [t.to_json() for t in rows]},
          lambda: "\n".join(f"{t.task_id:>4} {t.status:<12} {t.owner or '-':<16} {t.title}"
@@ -296,7 +305,7 @@ def team_status(opts: Options) -> None:
     from onstation.ledger import Ledger
     from onstation.relief.team import team_rows
 
-    with Ledger.open(opts.db) as ledger:
+    with Ledger.open(opts.db, create=False) as ledger:
         rows = team_rows(ledger)
     emit(opts, {"team": rows}, lambda: _table(rows))
 
@@ -321,9 +330,10 @@ def report_cmd(node_name: str, opts: Options) -> None:
     from onstation.ledger.relief_records import ReliefLedger
 
     validate_name(node_name, "node")
+    from onstation.harness.files import MAX_DOCUMENT_BYTES, read_bounded
     from onstation.ledger.bodies import HarnessLedger
 
-    with Ledger.open(opts.db) as ledger:
+    with Ledger.open(opts.db, create=False) as ledger:
         reliefs = ReliefLedger(ledger).reliefs(node_name)
         late = HarnessLedger(ledger).late_documents(node_name)
     if not reliefs:
@@ -331,8 +341,14 @@ def report_cmd(node_name: str, opts: Options) -> None:
     texts = []
     for relief in reliefs:
         path = relief.report_path
-        text = Path(path).read_text(encoding="utf-8") if path and Path(path).is_file() else ""
-        texts.append(text or f"relief {relief.relief_id}: {relief.state} (no report file)")
+        text, missing = "", "no report file"
+        if path and Path(path).is_file():
+            try:
+                raw = read_bounded(path, MAX_DOCUMENT_BYTES, "report")
+                text = raw.decode("utf-8", "replace")
+            except BadInput as exc:  # one unreadable report must not hide the others
+                missing = exc.message
+        texts.append(text or f"relief {relief.relief_id}: {relief.state} ({missing})")
         # A brief that arrived after the fence (even after the report was written) is shown
         # with the relief that fenced its writer, as late, untrusted evidence.
         arrived = [d for d in late if d.generation == relief.from_generation]
@@ -370,10 +386,10 @@ def supervise_cmd(team_file: str | None, harness: str | None, poll: float, once:
             raise BadInput(f"{name}: must not be negative")
     nodes: list[str] | None = None
     if team_file is not None:
-        try:
-            data = json.loads(Path(team_file).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise BadInput(f"--team: cannot read {team_file}: {exc}") from exc
+        from onstation.core.canonical import loads_strict
+        from onstation.harness.files import MAX_SMALL_JSON_BYTES, read_bounded
+
+        data = loads_strict(read_bounded(team_file, MAX_SMALL_JSON_BYTES, "--team"), "--team")
         if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
             raise BadInput('--team: must be {"nodes": ["NAME", ...]}')
         nodes = [validate_name(str(n), "--team node") for n in data["nodes"]]

@@ -16,8 +16,16 @@ def register(cli: click.Group) -> None:
     cli.add_command(simulate_cmd)
 
 
-def _fail(message: str) -> None:
-    click.echo(f"onstation: bad input: {message}", err=True)
+#: Bounds that keep a typo from asking for a run that cannot finish (or fit in memory).
+MAX_SEEDS = 1_000_000
+MAX_JOBS = 256
+
+
+def _fail(message: str, as_json: bool = False) -> None:
+    if as_json:
+        click.echo(json.dumps({"error": "bad_input", "message": message}))
+    else:
+        click.echo(f"onstation: bad input: {message}", err=True)
     sys.exit(2)
 
 
@@ -50,17 +58,19 @@ def simulate_cmd(count: int, seed: int | None, agents: int, hours: float, plant:
                  jobs: int | None, as_json: bool) -> None:  # fmt: skip
     """Drive the real relief and ledger with a simulated clock, bodies and faults; check every
     invariant after every step. Exit 0 when all hold and every coverage counter was hit."""
-    if count < 1 or agents < 1 or agents > 50 or not hours > 0 or hours > 24 * 30:
-        _fail("--seeds and --agents must be >= 1 (agents <= 50), --hours in (0, 720]")
+    if not 1 <= count <= MAX_SEEDS or agents < 1 or agents > 50 or not 0 < hours <= 24 * 30:
+        _fail(f"--seeds in [1, {MAX_SEEDS}], --agents in [1, 50], --hours in (0, 720]", as_json)
+    if jobs is not None and not 1 <= jobs <= MAX_JOBS:
+        _fail(f"--jobs: must be between 1 and {MAX_JOBS}", as_json)
     if seed is not None and seed < 0:
-        _fail("--seed must not be negative")
+        _fail("--seed must not be negative", as_json)
     if plant is not None and plant not in PLANTS:
-        _fail(f"--plant: unknown bug {plant!r}; one of {', '.join(PLANTS)}")
+        _fail(f"--plant: unknown bug {plant!r}; one of {', '.join(PLANTS)}", as_json)
     source = click.get_current_context().get_parameter_source("count")
     single = seed is not None and source is click.core.ParameterSource.DEFAULT
     start = seed if seed is not None else 0
     seeds = [start] if single else list(range(start, start + count))
-    workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    workers = jobs if jobs is not None else min(os.cpu_count() or 1, MAX_JOBS)
     report = run_seeds(seeds, agents=agents, hours=hours, plant=plant, jobs=max(1, workers))
     _emit(report, as_json, coverage_required=not single)
 

@@ -16,6 +16,7 @@ import hashlib
 import json
 import math
 import re
+from itertools import accumulate
 from typing import Any
 
 import rfc8785
@@ -27,6 +28,12 @@ IJSON_MAX_INT = 2**53 - 1
 MAX_DEPTH = 64
 
 _SCOPE = re.compile(r"^[a-z0-9][a-z0-9.-]{0,63}$")
+#: 2^53-1 has 16 digits: a longer integer literal is out of range whatever its value, and
+#: refusing it by length keeps int() (and its 4,300-digit limit) away from huge literals.
+_MAX_INT_DIGITS = 16
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 JsonValue = Any
 
@@ -65,6 +72,9 @@ def _reject_constant(name: str) -> Any:
 
 
 def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > _MAX_INT_DIGITS:
+        shown = text if len(text) <= 32 else f"{text[:32]}..."
+        raise BadInput(f"integer {shown} is outside the interoperable range (|n| <= 2^53-1)")
     value = int(text)
     if abs(value) > IJSON_MAX_INT:
         raise BadInput(f"integer {text[:32]} is outside the interoperable range (|n| <= 2^53-1)")
@@ -78,6 +88,7 @@ def loads_strict(text: str | bytes, field: str = "JSON") -> JsonValue:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise BadInput(f"{field}: not UTF-8 ({exc.reason})") from exc
+    _check_nesting(text, field)
     try:
         value = json.loads(
             text,
@@ -93,10 +104,38 @@ def loads_strict(text: str | bytes, field: str = "JSON") -> JsonValue:
     return value
 
 
+def _check_nesting(text: str, field: str) -> None:
+    """Refuse nesting deeper than :data:`MAX_DEPTH` before the parser recurses into it.
+
+    Brackets inside strings do not count. On text that is not JSON the count may be too
+    high, which only turns one refusal into another.
+    """
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    if len(brackets) <= MAX_DEPTH + 1:
+        return  # the common case: too few brackets to nest too deep
+    # One level of slack: the deepest container may still hold scalars, which _check_value
+    # judges with the path it names.
+    if max(accumulate(_DEPTH_STEP[ch] for ch in brackets)) > MAX_DEPTH + 1:
+        raise BadInput(f"{field}: nested deeper than {MAX_DEPTH} levels")
+
+
+def _check_text(value: str, path: str, field: str) -> None:
+    # A lone surrogate (from an undecodable argv byte or a "\ud800" escape) has no UTF-8
+    # form: refused here, not as an encoding error deep inside a digest or a database.
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise BadInput(f"{field}: text at {path} is not valid Unicode") from None
+
+
 def _check_value(value: Any, path: str, depth: int, field: str = "value") -> None:
     if depth > MAX_DEPTH:
         raise BadInput(f"{field}: nested deeper than {MAX_DEPTH} levels at {path}")
-    if value is None or isinstance(value, (bool, str)):
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, str):
+        _check_text(value, path, field)
         return
     if isinstance(value, int):
         if abs(value) > IJSON_MAX_INT:
@@ -114,6 +153,7 @@ def _check_value(value: Any, path: str, depth: int, field: str = "value") -> Non
         for key, item in value.items():
             if not isinstance(key, str):
                 raise BadInput(f"{field}: object key at {path} is not a string")
+            _check_text(key, path, field)
             _check_value(item, f"{path}.{key}", depth + 1, field)
         return
     raise BadInput(f"{field}: value at {path} of type {type(value).__name__} is not JSON")

@@ -4,11 +4,17 @@ An effect (push, PR, message, payment) moves::
 
     INTENDED ──dispatch──▶ DISPATCHED ──observe──▶ OBSERVED ──commit──▶ COMMITTED
        │                       │
-       └─fail─▶ FAILED_BEFORE_DISPATCH     └─reconcile (generation fenced)─▶ AMBIGUOUS
+       │                       └─reconcile (generation fenced)─▶ AMBIGUOUS
+       ├─reconcile (generation fenced)──────────────────────────▶ AMBIGUOUS
+       └─fail, or reconcile with its dispatch refused─▶ FAILED_BEFORE_DISPATCH
 
 AMBIGUOUS is absorbing for every automatic actor: only an operator's recorded observation
-(-> COMMITTED) or compensating action (-> COMPENSATED) leaves it. An effect that never left
-the body (INTENDED, FAILED_BEFORE_DISPATCH, COMPENSATED) may be intended again.
+(-> COMMITTED) or compensating action (-> COMPENSATED) leaves it. An INTENDED effect of a
+fenced generation is AMBIGUOUS too: a hook killed between recording the intent and its
+dispatch gives the host no decision, and the host then runs the tool. Only evidence that the
+tool did not run (the ledger refused its dispatch to that generation) settles it as
+FAILED_BEFORE_DISPATCH. An effect that is INTENDED for a live body, FAILED_BEFORE_DISPATCH or
+COMPENSATED may be intended again.
 
 The fingerprint is what makes "the same effect" a fact rather than a caller's claim: it is
 recomputed by the ledger over the node, the operation, the normalized destination and the
@@ -50,6 +56,8 @@ class EffectAction(StrEnum):
     COMMIT = "commit"
     FAIL = "fail"
     RECONCILE = "reconcile"
+    #: Reconciling an INTENDED effect whose dispatch the ledger refused to its generation.
+    RECONCILE_REFUSED = "reconcile-refused"
     RESOLVE_OBSERVED = "resolve-observed"
     RESOLVE_COMPENSATED = "resolve-compensated"
 
@@ -60,8 +68,11 @@ TRANSITIONS: dict[tuple[EffectAction, EffectState], EffectState] = {
     (EffectAction.FAIL, EffectState.INTENDED): EffectState.FAILED_BEFORE_DISPATCH,
     (EffectAction.OBSERVE, EffectState.DISPATCHED): EffectState.OBSERVED,
     (EffectAction.COMMIT, EffectState.OBSERVED): EffectState.COMMITTED,
-    # Reconciling a fenced generation settles what the ledger can prove and marks the rest.
-    (EffectAction.RECONCILE, EffectState.INTENDED): EffectState.FAILED_BEFORE_DISPATCH,
+    # Reconciling a fenced generation settles what the ledger can prove and marks the rest:
+    # an intent may have run (its hook killed before the dispatch was recorded) unless its
+    # dispatch was refused.
+    (EffectAction.RECONCILE, EffectState.INTENDED): EffectState.AMBIGUOUS,
+    (EffectAction.RECONCILE_REFUSED, EffectState.INTENDED): EffectState.FAILED_BEFORE_DISPATCH,
     (EffectAction.RECONCILE, EffectState.DISPATCHED): EffectState.AMBIGUOUS,
     (EffectAction.RECONCILE, EffectState.OBSERVED): EffectState.COMMITTED,
     (EffectAction.RESOLVE_OBSERVED, EffectState.AMBIGUOUS): EffectState.COMMITTED,

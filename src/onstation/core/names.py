@@ -52,6 +52,12 @@ def validate_free_text(value: str, field: str, max_length: int = 4096) -> str:
         raise BadInput(f"{field}: must not contain NUL", field=field)
     if len(value) > max_length:
         raise BadInput(f"{field}: longer than {max_length} characters", field=field)
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            # Undecodable command-line bytes arrive as lone surrogates (surrogateescape).
+            raise BadInput(f"{field}: not valid UTF-8 text", field=field) from None
     if any(unicodedata.category(ch) == "Cc" and ch not in "\t\n" for ch in value):
         raise BadInput(f"{field}: must not contain control characters", field=field)
     return value

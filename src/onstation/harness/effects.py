@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -36,6 +37,7 @@ __all__ = [
     "EffectCall",
     "EffectPatterns",
     "classify_all",
+    "classify_bounded",
     "classify_tool_call",
     "patterns_from_mapping",
 ]
@@ -203,29 +205,57 @@ def classify_all(
 
     Never raises: input of any shape yields a (possibly empty) list.
     """
+    return classify_bounded(tool_name, tool_input, cwd, patterns)[0]
+
+
+#: Why :func:`classify_bounded` stopped before the end of a call.
+TOO_MANY = "too-many"
+OVER_TIME = "deadline"
+
+
+def classify_bounded(
+    tool_name: str,
+    tool_input: Mapping[str, Any],
+    cwd: str,
+    patterns: EffectPatterns = DEFAULT_PATTERNS,
+    *,
+    max_effects: int | None = None,
+    deadline: float | None = None,
+) -> tuple[list[EffectCall], str | None]:
+    """:func:`classify_all` within bounds: ``(effects, stopped)``.
+
+    ``stopped`` is None when the whole call was read; :data:`TOO_MANY` once more than
+    ``max_effects`` effects were found (reading stops there, so a command of thousands of
+    pushes costs the resolution of a few); :data:`OVER_TIME` once ``time.monotonic()``
+    passed ``deadline`` (no git command is started after it). The effects found before the
+    stop are returned. Never raises.
+    """
+    ctx: _Ctx | None = None
     try:
         if not isinstance(tool_name, str) or not isinstance(tool_input, Mapping):
-            return []
+            return [], None
         if tool_name.startswith("mcp__"):
             found = _classify_mcp(tool_name, tool_input, patterns)
-            return [found] if found else []
+            return ([found] if found else []), None
         if tool_name.lower() not in _SHELL_TOOLS:
-            return []
+            return [], None
         base = _start_dir(cwd, tool_input)
         command = tool_input.get("command")
-        ctx = _Ctx(tool=tool_name, patterns=patterns)
+        ctx = _Ctx(tool=tool_name, patterns=patterns, limit=max_effects, deadline=deadline)
+        effects: list[EffectCall] = []
         if isinstance(command, str):
             if not patterns.commands and not _PREFILTER.search(command):
-                return []
-            return _classify_script(command, base, ctx, depth=0)
-        if isinstance(command, list) and command and all(isinstance(w, str) for w in command):
+                return [], None
+            effects = _classify_script(command, base, ctx, depth=0)
+        elif isinstance(command, list) and command and all(isinstance(w, str) for w in command):
             # Codex passes argv directly (often ["bash", "-lc", "..."]): no shell parsing.
             words = [_Word(w, expands=False) for w in command]
             ctx.parse = "argv"
-            return _classify_simple(_Simple(words, stdin=False, cwd=base), ctx, depth=0)
-        return []
+            effects = _classify_simple(_Simple(words, stdin=False, cwd=base), ctx, depth=0)
+        _spent(ctx)
+        return effects, ctx.stopped
     except Exception as exc:  # a hook must never break the agent; classification fails open
-        return _internal_error(tool_name, exc)
+        return _internal_error(tool_name, exc), None if ctx is None else ctx.stopped
 
 
 def classify_tool_call(
@@ -545,16 +575,36 @@ class _Simple:
 
 
 class _Ctx:
-    __slots__ = ("notes", "parse", "patterns", "tool")
+    __slots__ = ("count", "deadline", "limit", "notes", "parse", "patterns", "stopped", "tool")
 
-    def __init__(self, tool: str, patterns: EffectPatterns) -> None:
+    def __init__(
+        self,
+        tool: str,
+        patterns: EffectPatterns,
+        limit: int | None = None,
+        deadline: float | None = None,
+    ) -> None:
         self.tool = tool
         self.patterns = patterns
         self.parse = "shell"
         self.notes: list[str] = []
+        self.limit = limit
+        self.deadline = deadline
+        self.count = 0  # effects made so far (each is made once, by _Seg.effect)
+        self.stopped: str | None = None
 
 
-def _segments(toks: list[_Tok], cwd: str | None) -> list[_Simple]:
+def _spent(ctx: _Ctx) -> bool:
+    """Whether classification must stop here (and why, in ``ctx.stopped``)."""
+    if ctx.stopped is None:
+        if ctx.limit is not None and ctx.count > ctx.limit:
+            ctx.stopped = TOO_MANY
+        elif ctx.deadline is not None and time.monotonic() > ctx.deadline:
+            ctx.stopped = OVER_TIME
+    return ctx.stopped is not None
+
+
+def _segments(toks: list[_Tok], cwd: str | None, deadline: float | None = None) -> list[_Simple]:
     """Simple commands in order, each with the directory it runs in (``cd`` followed)."""
     out: list[_Simple] = []
     stack: list[str | None] = []
@@ -569,7 +619,7 @@ def _segments(toks: list[_Tok], cwd: str | None) -> list[_Simple]:
             simple = _Simple(words, stdin, start_cwd)
             out.append(simple)
             if next_op is None or next_op in _SEQUENCE_OPS or next_op == ")":
-                cwd = _after_cd(simple, cwd)
+                cwd = _after_cd(simple, cwd, deadline)
         words = []
         stdin = False
         start_cwd = cwd
@@ -604,7 +654,7 @@ def _segments(toks: list[_Tok], cwd: str | None) -> list[_Simple]:
 _KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}", "fi"})
 
 
-def _after_cd(simple: _Simple, cwd: str | None) -> str | None:
+def _after_cd(simple: _Simple, cwd: str | None, deadline: float | None = None) -> str | None:
     words = [w for w in simple.words if w.text not in _KEYWORDS]
     if not words or words[0].text not in ("cd", "pushd", "popd"):
         return cwd
@@ -616,20 +666,20 @@ def _after_cd(simple: _Simple, cwd: str | None) -> str | None:
     target = args[0]
     if target.text == "-":
         return None
-    path = _word_path(target, cwd)
+    path = _word_path(target, cwd, deadline)
     return path
 
 
 _TOPLEVEL = re.compile(r"^\$\(\s*git\s+rev-parse\s+--show-toplevel\s*\)$")
 
 
-def _word_path(word: _Word, base: str | None) -> str | None:
+def _word_path(word: _Word, base: str | None, deadline: float | None = None) -> str | None:
     """A word used as a directory, resolved against ``base``; None when it cannot be known."""
     text = word.text
     if word.expands:
         if _TOPLEVEL.match(text) and base:
             # `cd "$(git rev-parse --show-toplevel)"` is common enough to answer exactly.
-            code, out = _Git(base).run(["rev-parse", "--show-toplevel"])
+            code, out = _Git(base, deadline=deadline).run(["rev-parse", "--show-toplevel"])
             return out.strip() if code == 0 and out.strip() else None
         if "$(" in text or "`" in text:
             return None
@@ -649,10 +699,14 @@ def _classify_script(src: str, cwd: str | None, ctx: _Ctx, depth: int) -> list[E
         toks, subs = _fallback_tokens(src), []
         ctx.parse = f"fallback-whitespace ({exc})"
     found: list[EffectCall] = []
-    for simple in _segments(toks, cwd):
+    for simple in _segments(toks, cwd, ctx.deadline):
+        if _spent(ctx):
+            return found
         found.extend(_classify_simple(simple, ctx, depth))
     if depth < _MAX_DEPTH:
         for sub in subs:
+            if _spent(ctx):
+                return found
             found.extend(_classify_script(sub, cwd, ctx, depth + 1))
     return found
 
@@ -677,46 +731,48 @@ _WRAPPER_VALUE_OPTS: dict[str, frozenset[str]] = {
 
 
 def _strip_wrappers(
-    words: list[_Word], cwd: str | None
+    words: list[_Word], cwd: str | None, deadline: float | None = None
 ) -> tuple[list[_Word], dict[str, str], str | None]:
+    # An index, not repeated slicing: thousands of `nice`/`A=1` words stay linear.
     env: dict[str, str] = {}
+    i, n = 0, len(words)
     changed = True
-    while words and changed:
+    while i < n and changed:
         changed = False
-        while words and (m := _ASSIGN.match(words[0].text)):
+        while i < n and (m := _ASSIGN.match(words[i].text)):
             env[m.group(1)] = m.group(2)
-            words = words[1:]
+            i += 1
             changed = True
-        if words and words[0].text in _KEYWORDS:
-            words = words[1:]
+        if i < n and words[i].text in _KEYWORDS:
+            i += 1
             changed = True
             continue
-        if not words:
+        if i >= n:
             break
-        prog = os.path.basename(words[0].text)
+        prog = os.path.basename(words[i].text)
         if prog not in _WRAPPER_VALUE_OPTS:
             continue
         value_opts = _WRAPPER_VALUE_OPTS[prog]
-        rest = words[1:]
-        while rest and rest[0].text.startswith("-") and rest[0].text != "-":
-            opt = rest[0].text
+        j = i + 1
+        while j < n and words[j].text.startswith("-") and words[j].text != "-":
+            opt = words[j].text
             if opt == "--":
-                rest = rest[1:]
+                j += 1
                 break
-            if prog == "env" and opt in ("-C", "--chdir") and len(rest) > 1:
-                cwd = _word_path(rest[1], cwd)
+            if prog == "env" and opt in ("-C", "--chdir") and j + 1 < n:
+                cwd = _word_path(words[j + 1], cwd, deadline)
             elif prog == "env" and opt.startswith("--chdir="):
-                cwd = _word_path(_Word(opt.split("=", 1)[1]), cwd)
-            rest = rest[2:] if opt in value_opts else rest[1:]
-        if prog == "timeout" and rest:
-            rest = rest[1:]  # the duration
-        words = rest
+                cwd = _word_path(_Word(opt.split("=", 1)[1]), cwd, deadline)
+            j += 2 if opt in value_opts else 1
+        if prog == "timeout" and j < n:
+            j += 1  # the duration
+        i = j
         changed = True
-    return words, env, cwd
+    return words[i:], env, cwd
 
 
 def _classify_simple(simple: _Simple, ctx: _Ctx, depth: int) -> list[EffectCall]:
-    words, env, cwd = _strip_wrappers(simple.words, simple.cwd)
+    words, env, cwd = _strip_wrappers(simple.words, simple.cwd, ctx.deadline)
     if not words:
         return []
     prog = os.path.basename(words[0].text)
@@ -866,6 +922,7 @@ class _Seg:
             "parse": self.ctx.parse,
         }
         ev.update({k: v for k, v in evidence.items() if v is not None})
+        self.ctx.count += 1
         return EffectCall(
             operation=_operation(operation),
             destination=_destination(destination),
@@ -982,11 +1039,16 @@ class _Git:
     """Read-only git queries in one directory, each recorded for the evidence."""
 
     def __init__(
-        self, cwd: str | None, global_args: Sequence[str] = (), env: Mapping[str, str] | None = None
+        self,
+        cwd: str | None,
+        global_args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        deadline: float | None = None,
     ) -> None:
         self.cwd = cwd
         self.global_args = list(global_args)
         self.extra_env = dict(env or {})
+        self.deadline = deadline  # time.monotonic() after which no git command is started
         self.calls: list[dict[str, Any]] = []
         self._cache: dict[tuple[str, ...], tuple[int | None, str]] = {}
 
@@ -1000,6 +1062,14 @@ class _Git:
             self.calls.append({"argv": argv, "cwd": None, "error": "working directory unknown"})
             self._cache[key] = result
             return result
+        timeout = 5.0
+        if self.deadline is not None:
+            timeout = min(timeout, self.deadline - time.monotonic())
+            if timeout <= 0:
+                result = (None, "")
+                self.calls.append({"argv": argv, "cwd": self.cwd, "error": "out of time"})
+                self._cache[key] = result
+                return result
         import subprocess
 
         env = {
@@ -1012,7 +1082,7 @@ class _Git:
         record: dict[str, Any] = {"argv": argv, "cwd": self.cwd}
         try:
             done = subprocess.run(
-                argv, cwd=self.cwd, capture_output=True, text=True, timeout=5, check=False,
+                argv, cwd=self.cwd, capture_output=True, text=True, timeout=timeout, check=False,
                 env=env,
             )  # fmt: skip
             result = (done.returncode, done.stdout)
@@ -1168,7 +1238,7 @@ def _classify_git(seg: _Seg, args: list[_Word], depth: int) -> list[EffectCall]:
             value_word = _Word(value, expands=args[i].expands)
             i += 1
         if name == "-C":
-            directory = _word_path(value_word, directory) if value else directory
+            directory = _word_path(value_word, directory, seg.ctx.deadline) if value else directory
         elif name in _GIT_PASSTHROUGH:
             global_args.extend([name, value] if not name.startswith("--") else [f"{name}={value}"])
     if i >= len(args):
@@ -1176,7 +1246,7 @@ def _classify_git(seg: _Seg, args: list[_Word], depth: int) -> list[EffectCall]:
     sub = args[i].text
     rest = args[i + 1 :]
     git_env = {k: v for k, v in seg.env.items() if k in ("GIT_DIR", "GIT_WORK_TREE")}
-    git = _Git(directory, global_args, git_env)
+    git = _Git(directory, global_args, git_env, seg.ctx.deadline)
     if sub == "push":
         return _classify_push(seg, git, directory, rest)
     if sub in _GIT_KNOWN or sub.startswith("-") or depth >= _MAX_DEPTH:
@@ -1471,7 +1541,7 @@ def _gh_repo(seg: _Seg, parsed: _Parsed, notes: list[str]) -> tuple[str, _Git | 
             return explicit_slug, None
         notes.append(f"--repo {explicit!r} is not OWNER/REPO")
         return f"github:{explicit}", None
-    git = _Git(seg.cwd)
+    git = _Git(seg.cwd, deadline=seg.ctx.deadline)
     repo = _Repo(git)
     remote = "origin"
     # `gh repo set-default` records its choice as remote.<name>.gh-resolved=base.
@@ -1520,8 +1590,8 @@ def _github_slug(value: str) -> str | None:
     return f"{host}/{owner.lower()}/{name.lower()}"
 
 
-def _current_branch(git: _Git | None, cwd: str | None) -> str | None:
-    git = git or _Git(cwd)
+def _current_branch(git: _Git | None, cwd: str | None, deadline: float | None = None) -> str | None:
+    git = git or _Git(cwd, deadline=deadline)
     _, head = _Repo(git).head()
     return head[len("refs/heads/") :] if head and head.startswith("refs/heads/") else None
 
@@ -1559,7 +1629,7 @@ def _gh_pr_create(seg: _Seg, rest: list[_Word]) -> list[EffectCall]:
     if parsed.has("--web", "--dry-run"):
         return []  # --web only opens a browser; a person creates the PR there
     dest, git = _gh_repo(seg, parsed, notes)
-    head = parsed.last("--head") or _current_branch(git, seg.cwd)
+    head = parsed.last("--head") or _current_branch(git, seg.cwd, seg.ctx.deadline)
     if head is None:
         notes.append("head branch unresolved (detached HEAD or not a repository)")
     base = parsed.last("--base")
@@ -1597,7 +1667,7 @@ def _gh_pr_act(seg: _Seg, verb: str, rest: list[_Word]) -> list[EffectCall]:
     if pr is None:
         # `gh pr merge` with no argument acts on the current branch's PR, exactly as if the
         # branch had been named, so both spellings share one identity.
-        pr = _current_branch(git, seg.cwd)
+        pr = _current_branch(git, seg.cwd, seg.ctx.deadline)
         notes.append("no PR given: the pull request of the current branch")
     arguments: dict[str, Any] = {"pr": pr}
     if verb == "merge":

@@ -465,13 +465,17 @@ class Log:
     def __init__(self, path: Path | None) -> None:
         self._lock = threading.Lock()
         self._fh: TextIO | None = None
+        self._closed = False
         self.path = path
 
     def __call__(self, event: str, **fields: Any) -> None:
         if self.path is None:
             return
         line = json.dumps({"at": _now(), "event": event, **fields}, default=str)
+        # Under the lock: the heartbeat thread may log while the main thread closes.
         with self._lock:
+            if self._closed:
+                return
             if self._fh is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._fh = self.path.open("a", encoding="utf-8")
@@ -479,10 +483,11 @@ class Log:
             self._fh.flush()
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
-        self.path = None
+        with self._lock:
+            self._closed = True
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
 
 
 class Transcript:

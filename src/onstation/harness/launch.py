@@ -4,15 +4,22 @@ A launcher turns a :class:`LaunchSpec` (identity, generation, session id, worksp
 successor prompt, the challenge) into a running process, with no effect rights yet: the
 successor must answer its challenge first. Every launcher passes the challenge in the
 environment (``ONSTATION_NODE``, ``ONSTATION_GENERATION``, ``ONSTATION_CHALLENGE``,
-``ONSTATION_SESSION_ID``) and writes the prompt to a file beside the relief's report.
-Flags that a harness forgets on resume are given again on every launch.
+``ONSTATION_SESSION_ID``) plus a fresh witness marker (``ONSTATION_WITNESS_MARKER``), and
+writes the prompt to a file only its owner can read, in a directory only its owner can
+enter. The prompt never goes on the command line, where every local user could read it in
+``/proc/PID/cmdline``: ``claude -p`` and ``codex exec -`` read it on stdin (that file), a
+command template gets the file's path. Flags that a harness forgets on resume are given
+again on every launch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import secrets
 import shlex
+import stat
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -20,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from onstation.core.errors import BadInput
+from onstation.harness.witness import MARKER_ENV
 
 HARNESSES = ("fake", "claude-code", "codex", "command", "interactive")
 
@@ -51,6 +59,51 @@ class LaunchedBody:
     process: Any  # a subprocess.Popen, or anything with poll() (a simulated body)
     log_path: str
     prompt_path: str
+    # The ONSTATION_WITNESS_MARKER value the body was started with (None: a simulated body).
+    marker: str | None = None
+
+
+_PRIVATE_FILE = os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _private_dir(path: Path) -> None:
+    """Make ``path`` a directory only its owner can enter (0700), refusing a symlink or a
+    directory another user owns: either could expose or swap the prompt written in it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode):
+        raise BadInput(f"log dir {path}: not a directory (a symlink or a file)")
+    if info.st_uid != os.geteuid():
+        raise BadInput(f"log dir {path}: owned by uid {info.st_uid}, not by this user")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        os.chmod(path, 0o700)
+
+
+def _write_private(path: Path, text: str) -> int:
+    """Write ``text`` to ``path`` atomically, mode 0600 from its creation; return a read
+    descriptor on the written file, positioned at its start.
+
+    The temp file is created 0600 (never a moment with wider permissions, whatever the
+    umask), then renamed over ``path``, so no symlink at ``path`` is followed. The returned
+    descriptor is the file just written, not whatever ``path`` names later.
+    """
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(tmp, os.O_RDWR | _PRIVATE_FILE, 0o600)
+    try:
+        data = text.encode("utf-8")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _onstation() -> str:
@@ -66,18 +119,24 @@ class Launcher:
     harness = "command"
     model: str | None = None
     execution_class = "real-provider"
+    #: The successor reads its prompt on stdin (the prompt file); otherwise stdin is empty.
+    prompt_on_stdin = False
 
     def argv(self, spec: LaunchSpec, prompt_path: str) -> list[str]:  # pragma: no cover
-        """The successor's command line."""
+        """The successor's command line. Never the prompt itself: argv is world-readable."""
         raise NotImplementedError
 
     def launch(self, spec: LaunchSpec) -> LaunchedBody:
         """Start the successor in its workspace, detached from our terminal."""
         logs = Path(spec.log_dir)
-        logs.mkdir(parents=True, exist_ok=True)
         prompt_path = logs / f"{spec.node}-g{spec.generation}-prompt.md"
-        prompt_path.write_text(spec.prompt, encoding="utf-8")
         log_path = logs / f"{spec.node}-g{spec.generation}.log"
+        try:
+            _private_dir(logs)
+            prompt_fd = _write_private(prompt_path, spec.prompt)
+        except OSError as exc:
+            raise BadInput(f"cannot write the prompt {prompt_path}: {exc.strerror}") from exc
+        marker = secrets.token_hex(16)
         env = {
             **os.environ,
             **spec.env,
@@ -85,19 +144,32 @@ class Launcher:
             "ONSTATION_GENERATION": str(spec.generation),
             "ONSTATION_SESSION_ID": spec.session_id,
             "ONSTATION_CHALLENGE": json.dumps(spec.challenge, sort_keys=True),
+            # Set last: a marker inherited from our own launch must never pass to the next.
+            MARKER_ENV: marker,
         }
         if spec.db is not None:
             env["ONSTATION_DB"] = spec.db
-        argv = self.argv(spec, str(prompt_path))
-        with log_path.open("ab") as log:
+        try:
+            argv = self.argv(spec, str(prompt_path))
+            stdin: int = prompt_fd if self.prompt_on_stdin else subprocess.DEVNULL
+            # The log holds the successor's answers, which may quote the prompt: owner only.
+            try:
+                log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT
+                                 | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)  # fmt: skip
+            except OSError as exc:
+                raise BadInput(f"cannot open the log {log_path}: {exc.strerror}") from exc
             try:
                 process = subprocess.Popen(
-                    argv, cwd=spec.workspace, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                    argv, cwd=spec.workspace, env=env, stdin=stdin, stdout=log_fd,
                     stderr=subprocess.STDOUT, start_new_session=True,
                 )  # fmt: skip
             except OSError as exc:
                 raise BadInput(f"cannot launch {argv[0]}: {exc.strerror}") from exc
-        return LaunchedBody(process.pid, argv, process, str(log_path), str(prompt_path))
+            finally:
+                os.close(log_fd)
+        finally:
+            os.close(prompt_fd)
+        return LaunchedBody(process.pid, argv, process, str(log_path), str(prompt_path), marker)
 
 
 class FakeLauncher(Launcher):
@@ -116,12 +188,15 @@ class FakeLauncher(Launcher):
 
 
 class ClaudeLauncher(Launcher):
-    """``claude -p`` with the successor prompt, the session id recorded, flags repeated."""
+    """``claude -p`` with the successor prompt on stdin, the session id recorded, flags
+    repeated. Without a prompt argument ``claude -p`` takes its prompt from stdin (see
+    docs/relief.md, Launchers)."""
 
     #: The ``--harness`` name that selects this launcher (recorded for the next relief).
     name = "claude-code"
     harness = "claude-code"
     execution_class = "real-provider"
+    prompt_on_stdin = True
 
     def __init__(self, model: str | None = None) -> None:
         self.model = model
@@ -131,19 +206,20 @@ class ClaudeLauncher(Launcher):
         # under the id onstation chose (and recorded).
         session = ["--resume", spec.session_id] if spec.resume_transcript else [
             "--session-id", spec.session_id]  # fmt: skip
-        argv = ["claude", "-p", spec.prompt, *session, "--output-format", "json"]
+        argv = ["claude", "-p", *session, "--output-format", "json"]
         if self.model:
             argv += ["--model", self.model]
         return argv + list(spec.extra_args)
 
 
 class CodexLauncher(Launcher):
-    """``codex exec`` in the workspace, with the prompt and the flags given again."""
+    """``codex exec`` in the workspace, the prompt on stdin (``-``), the flags given again."""
 
     #: The ``--harness`` name that selects this launcher (recorded for the next relief).
     name = "codex"
     harness = "codex-cli"
     execution_class = "real-provider"
+    prompt_on_stdin = True
 
     def __init__(self, model: str | None = None) -> None:
         self.model = model
@@ -152,7 +228,8 @@ class CodexLauncher(Launcher):
         argv = ["codex", "exec", "--json", "-C", spec.workspace]
         if self.model:
             argv += ["-m", self.model]
-        return [*argv, *spec.extra_args, spec.prompt]
+        # "-": the prompt is read from stdin (codex-rs/exec/src/cli.rs, PROMPT).
+        return [*argv, *spec.extra_args, "-"]
 
 
 class CommandLauncher(Launcher):

@@ -10,15 +10,24 @@ matched, so a pid recycled between the check and the signal is never hit.
 The four states of a :class:`WitnessCheck`:
 
 ``MATCH``
-    host, boot id, pid, start ticks and executable all agree: the same process is alive.
+    host, boot id, pid, start ticks and executable all agree, and the process carries the
+    witnessed marker (when one was recorded): the same process is alive.
 ``GONE``
     no process has that pid any more, or the witnessed process has exited (a zombie).
 ``MISMATCH``
-    something else now has that pid (different start time or executable). Callers treat it
-    as *gone* for safety (the witnessed body cannot be running there), never as alive.
+    something else now has that pid (different start time, executable or marker). Callers
+    treat it as *gone* for safety (the witnessed body cannot be running there), never as
+    alive.
 ``UNKNOWN``
     the witness cannot be verified from here: another host or boot id, ``/proc`` unreadable,
-    or no pidfd support. Callers must neither assume death nor send signals.
+    the marker unreadable, or no pidfd support. Callers must neither assume death nor send
+    signals.
+
+The marker is a second fact besides pid, start ticks and executable: a process launched by
+onstation carries a random ``ONSTATION_WITNESS_MARKER`` in its environment, and a witness
+that recorded it only matches a process whose ``/proc/PID/environ`` still says so. A pid
+reused within one clock tick by the same executable has the first three facts right and the
+marker wrong.
 
 Linux only; stdlib only, because hook entry points may import it.
 """
@@ -60,6 +69,11 @@ _DEAD_STATES: Final = frozenset({"Z", "X", "x"})
 # still the same running image, so it is not a change of executable.
 _DELETED_SUFFIX: Final = " (deleted)"
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+#: The environment variable a launched body carries its witness marker in (set by the
+#: launcher, one random value per launch; inherited by the body's descendants).
+MARKER_ENV: Final = "ONSTATION_WITNESS_MARKER"
+_MARKER_PREFIX: Final = MARKER_ENV.encode("ascii") + b"="
 
 
 def current_host() -> str:
@@ -114,22 +128,58 @@ def _strip_deleted(executable: str | None) -> str | None:
 
 
 class _ProcSnapshot:
-    """What /proc said about one pid, all read through one directory descriptor."""
+    """What /proc said about one pid, all read through one directory descriptor.
 
-    __slots__ = ("executable", "start_ticks", "state")
+    ``marker`` is the value of ``MARKER_ENV`` in the process's environment (None when it has
+    none); ``marker_error`` says why the environment could not be read (None when it was, or
+    when it was not asked for).
+    """
 
-    def __init__(self, state: str, start_ticks: int, executable: str | None) -> None:
+    __slots__ = ("executable", "marker", "marker_error", "start_ticks", "state")
+
+    def __init__(
+        self,
+        state: str,
+        start_ticks: int,
+        executable: str | None,
+        marker: str | None = None,
+        marker_error: str | None = None,
+    ) -> None:
         self.state = state
         self.start_ticks = start_ticks
         self.executable = executable
+        self.marker = marker
+        self.marker_error = marker_error
 
 
-def _read_proc(pid: int) -> _ProcSnapshot | None:
-    """Read stat and exe of ``pid``; None when no such process. OSError when unreadable.
+def _read_marker(dfd: int) -> str | None:
+    """The value of ``MARKER_ENV`` in the environment behind ``/proc/PID`` (``dfd``).
 
-    Both reads go through one open ``/proc/PID`` directory descriptor, which stays bound to
+    None when the process has no such variable (an exiting process or a kernel thread reads
+    as an empty environment). OSError when it cannot be read: EACCES/EPERM for another
+    user's or a non-dumpable process, ESRCH when the process is gone.
+    """
+    fd = os.open("environ", os.O_RDONLY | os.O_CLOEXEC, dir_fd=dfd)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    for entry in b"".join(chunks).split(b"\0"):
+        # The first entry wins, as getenv(3) would answer inside the process.
+        if entry.startswith(_MARKER_PREFIX):
+            return entry[len(_MARKER_PREFIX) :].decode("utf-8", "surrogateescape")
+    return None
+
+
+def _read_proc(pid: int, *, marker: bool = False) -> _ProcSnapshot | None:
+    """Read stat and exe of ``pid`` (and its marker when ``marker``); None when no such
+    process. OSError when unreadable.
+
+    All reads go through one open ``/proc/PID`` directory descriptor, which stays bound to
     the process it was opened for: if that process dies and the pid is reused between the
-    two reads, the second read fails (ESRCH) instead of describing the newcomer.
+    reads, a later read fails (ESRCH) instead of describing the newcomer.
     """
     try:
         dfd = os.open(f"{PROC}/{pid}", _DIR_FLAGS)
@@ -145,6 +195,10 @@ def _read_proc(pid: int) -> _ProcSnapshot | None:
         except (FileNotFoundError, ProcessLookupError):
             return None
         state, start_ticks = _parse_stat(raw.decode("utf-8", "surrogateescape"))
+        if state in _DEAD_STATES:
+            # Exited (not yet reaped, or being torn down): its exe and environ are gone and
+            # reading them fails with ESRCH; the state alone says it is gone.
+            return _ProcSnapshot(state, start_ticks, None, None, None)
         try:
             executable: str | None = os.readlink("exe", dir_fd=dfd)
         except ProcessLookupError:
@@ -153,9 +207,18 @@ def _read_proc(pid: int) -> _ProcSnapshot | None:
             # EACCES/EPERM (another user's process) or ENOENT (kernel thread, or a process
             # whose memory is already torn down): unreadable, not absent.
             executable = None
+        found: str | None = None
+        marker_error: str | None = None
+        if marker:
+            try:
+                found = _read_marker(dfd)
+            except ProcessLookupError:
+                return None
+            except OSError as exc:
+                marker_error = _describe(exc)
     finally:
         os.close(dfd)
-    return _ProcSnapshot(state, start_ticks, executable)
+    return _ProcSnapshot(state, start_ticks, executable, found, marker_error)
 
 
 def _pid_exists_by_pidfd(pid: int) -> bool | None:
@@ -189,8 +252,10 @@ def _validate_iso_utc(value: str, name: str) -> None:
 
 
 _WITNESS_FIELDS: Final = (
-    "host", "boot_id", "pid", "start_ticks", "executable", "nonce", "observed_at",
+    "host", "boot_id", "pid", "start_ticks", "executable", "nonce", "observed_at", "marker",
 )  # fmt: skip
+# Witnesses stored before markers existed have no "marker" key; they still load (weaker).
+_OPTIONAL_FIELDS: Final = frozenset({"marker"})
 
 
 class ProcessWitness(FrozenRecord):
@@ -199,8 +264,10 @@ class ProcessWitness(FrozenRecord):
     ``host``, ``boot_id``, ``pid`` and ``start_ticks`` identify the process; ``executable``
     (None when it could not be read) guards against a pid reused within one clock tick or a
     process that exec'd something else; ``nonce`` binds the record to one launch or
-    challenge; ``observed_at`` is the caller's ISO 8601 UTC timestamp. Immutable.
-    BadInput when a field is malformed.
+    challenge; ``observed_at`` is the caller's ISO 8601 UTC timestamp; ``marker`` is the
+    value of ``MARKER_ENV`` the process must carry in its environment, or None for a witness
+    without one (weaker: pid, start ticks and executable only). Immutable. BadInput when a
+    field is malformed.
     """
 
     __slots__ = _WITNESS_FIELDS
@@ -212,6 +279,7 @@ class ProcessWitness(FrozenRecord):
     executable: str | None
     nonce: str
     observed_at: str
+    marker: str | None
 
     def __init__(
         self,
@@ -223,6 +291,7 @@ class ProcessWitness(FrozenRecord):
         executable: str | None,
         nonce: str,
         observed_at: str,
+        marker: str | None = None,
     ) -> None:
         for name, value in (("host", host), ("boot_id", boot_id), ("nonce", nonce)):
             if not isinstance(value, str) or not value:
@@ -240,12 +309,19 @@ class ProcessWitness(FrozenRecord):
         if not isinstance(observed_at, str) or not observed_at:
             raise BadInput("process witness observed_at: must be a non-empty string")
         _validate_iso_utc(observed_at, "observed_at")
+        # An environment entry can hold neither NUL nor be empty and still mark anything.
+        if marker is not None and (not isinstance(marker, str) or not marker or "\0" in marker):
+            raise BadInput("process witness marker: must be a non-empty string without NUL")
         self._set(host=host, boot_id=boot_id, pid=pid, start_ticks=start_ticks,
-                  executable=executable, nonce=nonce, observed_at=observed_at)  # fmt: skip
+                  executable=executable, nonce=nonce, observed_at=observed_at,
+                  marker=marker)  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-serializable dict (what the ledger stores)."""
-        return {"v": WITNESS_VERSION, **self.as_dict()}
+        """A JSON-serializable dict (what the ledger stores); no ``marker`` key without one."""
+        data = {"v": WITNESS_VERSION, **self.as_dict()}
+        if data["marker"] is None:
+            del data["marker"]
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | str) -> ProcessWitness:
@@ -264,10 +340,10 @@ class ProcessWitness(FrozenRecord):
         unknown = sorted(set(data) - {"v", *_WITNESS_FIELDS})
         if unknown:
             raise BadInput(f"process witness {unknown[0]}: unknown field")
-        missing = [name for name in _WITNESS_FIELDS if name not in data]
+        missing = [n for n in _WITNESS_FIELDS if n not in data and n not in _OPTIONAL_FIELDS]
         if missing:
             raise BadInput(f"process witness {missing[0]}: missing")
-        return cls(**{name: data[name] for name in _WITNESS_FIELDS})
+        return cls(**{name: data[name] for name in _WITNESS_FIELDS if name in data})
 
 
 class WitnessCheck:
@@ -339,14 +415,19 @@ class WitnessCheck:
         return cls(state, reason, signalled=signalled)
 
 
-def observe(pid: int, *, nonce: str, observed_at: str) -> ProcessWitness | None:
+def observe(
+    pid: int, *, nonce: str, observed_at: str, marker: str | None = None
+) -> ProcessWitness | None:
     """Witness the process ``pid`` as it is now.
 
     Returns None when no such process exists or it is a zombie (exited, not yet reaped):
     neither is a body that can act. ``nonce`` binds the witness to one launch or challenge;
-    ``observed_at`` is the caller's ISO 8601 UTC timestamp (no clock is read here). Raises
-    OSError when ``/proc`` cannot be read (no boot id, or the pid's entry is unreadable), so
-    an unreadable ``/proc`` is never mistaken for an absent process; BadInput for a bad pid.
+    ``observed_at`` is the caller's ISO 8601 UTC timestamp (no clock is read here).
+    ``marker`` is the ``MARKER_ENV`` value the process was launched with, when the caller
+    knows it; otherwise the process's own value is recorded when it has one and its
+    environment is readable (else the witness has no marker and is weaker). Raises OSError
+    when ``/proc`` cannot be read (no boot id, or the pid's entry is unreadable), so an
+    unreadable ``/proc`` is never mistaken for an absent process; BadInput for a bad pid.
     """
     if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
         raise BadInput(f"process witness pid: must be a positive integer, got {pid!r}")
@@ -354,7 +435,7 @@ def observe(pid: int, *, nonce: str, observed_at: str) -> ProcessWitness | None:
     if boot_id is None:
         raise OSError(errno.ENOENT, "cannot read the boot id; is /proc mounted?", BOOT_ID_PATH)
     try:
-        snapshot = _read_proc(pid)
+        snapshot = _read_proc(pid, marker=marker is None)
     except ValueError as exc:
         raise OSError(errno.EIO, f"unreadable stat line: {exc}", f"{PROC}/{pid}/stat") from None
     if snapshot is None or snapshot.state in _DEAD_STATES:
@@ -367,17 +448,20 @@ def observe(pid: int, *, nonce: str, observed_at: str) -> ProcessWitness | None:
         executable=snapshot.executable,
         nonce=nonce,
         observed_at=observed_at,
+        marker=marker if marker is not None else snapshot.marker,
     )
 
 
 def check(expected: ProcessWitness) -> WitnessCheck:
     """Compare ``expected`` with what ``/proc`` says about its pid now.
 
-    MATCH only when host, boot id, pid, start ticks and executable all agree. A different
-    start time or executable at that pid (pid reuse, or an exec) is MISMATCH: callers treat
-    it as gone, never as alive. No such process, or the witnessed process is a zombie, is
-    GONE. Another host or boot id, or an unreadable ``/proc``, is UNKNOWN. Never raises for
-    an unreadable ``/proc``; the nonce is not compared (only the caller knows what it binds).
+    MATCH only when host, boot id, pid, start ticks and executable all agree and, for a
+    witness with a marker, the process carries that marker in its environment. A different
+    start time, executable or marker at that pid (pid reuse, or an exec) is MISMATCH:
+    callers treat it as gone, never as alive. No such process, or the witnessed process is a
+    zombie, is GONE. Another host or boot id, an unreadable ``/proc`` or an unreadable
+    marker is UNKNOWN. Never raises for an unreadable ``/proc``; the nonce is not compared
+    (only the caller knows what it binds).
     """
     host = current_host()
     if expected.host != host:
@@ -393,7 +477,7 @@ def check(expected: ProcessWitness) -> WitnessCheck:
         )
     pid = expected.pid
     try:
-        snapshot = _read_proc(pid)
+        snapshot = _read_proc(pid, marker=expected.marker is not None)
     except (OSError, ValueError) as exc:
         return WitnessCheck(UNKNOWN, f"cannot read /proc/{pid}: {_describe(exc)}")
     if snapshot is None:
@@ -418,6 +502,19 @@ def check(expected: ProcessWitness) -> WitnessCheck:
                 f"(now {snapshot.executable!r}, witness {expected.executable!r})",
             )
         return WitnessCheck(MISMATCH, f"pid {pid} runs {now_exe!r}, witness says {was_exe!r}")
+    if expected.marker is not None:
+        if snapshot.marker_error is not None:
+            # Never MATCH on three facts when the fourth was asked for and cannot be seen.
+            return WitnessCheck(
+                UNKNOWN, f"cannot read /proc/{pid}/environ ({snapshot.marker_error}) to verify "
+                "its marker"
+            )  # fmt: skip
+        if snapshot.marker is None:
+            return WitnessCheck(MISMATCH, f"pid {pid} carries no {MARKER_ENV} (pid reused)")
+        if snapshot.marker != expected.marker:
+            return WitnessCheck(
+                MISMATCH, f"pid {pid} carries another {MARKER_ENV} than the witness (pid reused)"
+            )
     return WitnessCheck(MATCH, f"pid {pid} is the witnessed process")
 
 
@@ -447,7 +544,9 @@ def signal_if_match(expected: ProcessWitness, sig: int) -> WitnessCheck:
 
     Opens a pidfd for the pid, then checks the witness again *after* obtaining it, and
     confirms the pidfd still holds that pid: the pidfd then refers to the witnessed process
-    whatever happens next, so a pid reused between check and signal is never hit. The
+    whatever happens next, so a pid reused between check and signal is never hit. For a
+    witness with a marker both checks also require the marker in the process's environment,
+    so a pid reused within one clock tick by the same executable is never hit either. The
     signal goes through ``signal.pidfd_send_signal`` only. ESRCH at any step is GONE.
 
     Without pidfd support (Python or kernel < 5.3, or a non-Linux system) this refuses with

@@ -112,6 +112,15 @@ class LedgerUnavailable(OnstationError):
     """The ledger database cannot be opened or used safely."""
 
 
+class UnsafeLedger(BadInput, LedgerUnavailable):
+    """The ledger's place in the file system is unsafe (a symlink, writable by others, in a
+    directory others may write to); refused before anything is read or created (exit 2)."""
+
+
+class NoLedger(BadInput, LedgerUnavailable):
+    """A read-only command named a ledger that does not exist (nothing is created)."""
+
+
 # --------------------------------------------------------------------------------------------
 # SQLite
 
@@ -143,13 +152,19 @@ class SqliteBackend:
     def lock_rows_of(self, alias: str) -> str:
         return ""
 
-    def __init__(self, path: Path, url: str) -> None:
+    def __init__(self, path: Path, url: str, *, create: bool = True) -> None:
         if sqlite3.sqlite_version_info < MIN_SQLITE:
             raise LedgerUnavailable(
                 f"SQLite {sqlite3.sqlite_version} is too old; onstation needs 3.35 or newer"
             )
         self.url = url
         self.path = path
+        if not create and not path.exists() and not path.is_symlink():
+            raise NoLedger(
+                f"--db: no ledger at {path}; a read-only command does not create one (check "
+                "--db or ONSTATION_DB; `onstation db migrate` creates it)",
+                field="--db",
+            )
         self._prepare_directory(path)
         created = not path.exists()
         try:
@@ -178,16 +193,18 @@ class SqliteBackend:
     def _prepare_directory(path: Path) -> None:
         parent = path.parent
         if not parent.exists():
+            _refuse_shared_ancestors(parent)
             try:
                 parent.mkdir(parents=True, mode=0o700)
             except OSError as exc:
                 raise LedgerUnavailable(f"cannot create ledger directory {parent}: {exc}") from exc
+        _refuse_shared_directory(parent, path)
         if path.is_symlink():
-            raise LedgerUnavailable(f"ledger {path} is a symlink; refusing to open it")
+            raise UnsafeLedger(f"ledger {path} is a symlink; refusing to open it")
         if path.exists():
             mode = path.stat().st_mode
             if mode & stat.S_IWOTH:
-                raise LedgerUnavailable(f"ledger {path} is writable by others; refusing to open it")
+                raise UnsafeLedger(f"ledger {path} is writable by others; refusing to open it")
 
     @contextmanager
     def write(self) -> Iterator[Tx]:
@@ -267,6 +284,43 @@ class SqliteBackend:
         self._conn.close()
 
 
+def _refuse_shared_directory(directory: Path, path: Path) -> None:
+    """Refuse a ledger in a directory others may write to, sticky or not.
+
+    SQLite keeps companion files beside the ledger (``-wal``, ``-shm``, ``-journal``) and
+    opens them by name; in a world-writable directory anyone can create those names first.
+    The sticky bit (as on /tmp) only stops others deleting or renaming existing files, so
+    it does not help: the rule is "not world-writable". Directories above it may be
+    world-writable only with the sticky bit, else the ledger's directory itself could be
+    renamed away and replaced.
+    """
+    try:
+        mode = directory.stat().st_mode
+    except OSError as exc:
+        raise LedgerUnavailable(f"ledger directory {directory}: {exc.strerror}") from exc
+    if mode & stat.S_IWOTH:
+        raise UnsafeLedger(
+            f"ledger {path}: its directory {directory} is writable by every user; refusing to "
+            "open it (keep the ledger in a directory only you can write to)"
+        )
+    _refuse_shared_ancestors(directory.parent)
+
+
+def _refuse_shared_ancestors(directory: Path) -> None:
+    """Refuse when an existing directory on the way is world-writable without the sticky bit."""
+    real = directory.resolve()  # the directories actually traversed, whatever the spelling
+    for ancestor in (real, *real.parents):
+        try:
+            mode = ancestor.stat().st_mode
+        except OSError:
+            continue  # not there yet: it is created 0700 by us
+        if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
+            raise UnsafeLedger(
+                f"ledger directory {ancestor} is writable by every user without the sticky "
+                "bit; refusing to keep a ledger below it"
+            )
+
+
 def _split_sql(script: str) -> list[str]:
     """Split a migration into statements; sqlite3 itself says when one is complete."""
     statements: list[str] = []
@@ -323,7 +377,7 @@ class PostgresBackend:
     def lock_rows_of(self, alias: str) -> str:
         return f" FOR UPDATE OF {alias}"
 
-    def __init__(self, url: str, *, require_migrated: bool = True) -> None:
+    def __init__(self, url: str, *, require_migrated: bool = True, create: bool = True) -> None:
         try:
             import psycopg
         except ImportError as exc:  # pragma: no cover - depends on the installed extras
@@ -346,10 +400,24 @@ class PostgresBackend:
             message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise LedgerUnavailable(f"cannot connect to PostgreSQL: {message}") from exc
         if self.schema:
+            if (
+                not create
+                and self._conn.execute(
+                    "SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)
+                ).fetchone()
+                is None
+            ):
+                self._conn.close()
+                raise NoLedger(f"--db: no ledger in schema {self.schema!r} of "
+                               f"{_redacted(url)}", field="--db")  # fmt: skip
             self._conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
             self._conn.execute(f'SET search_path TO "{self.schema}"')
         if require_migrated:
             current, latest = self.schema_version(), latest_schema_version("postgres")
+            if current == 0 and not create:
+                self._conn.close()
+                raise NoLedger(f"--db: no ledger at {_redacted(url)} (never migrated; "
+                               "`onstation db migrate` creates it)", field="--db")  # fmt: skip
             if current < latest:
                 self._conn.close()
                 raise LedgerUnavailable(
@@ -417,6 +485,15 @@ class PostgresBackend:
 # --------------------------------------------------------------------------------------------
 
 
+def _redacted(url: str) -> str:
+    """``url`` without its password, for messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
 def default_sqlite_path() -> Path:
     """``$XDG_STATE_HOME/onstation/ledger.db`` (``~/.local/state/onstation/ledger.db``)."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
@@ -429,6 +506,11 @@ def parse_url(url: str) -> tuple[str, str]:
         raise BadInput("--db: must be a sqlite path or a postgresql:// URL")
     lowered = url.lower()
     if lowered.startswith(("postgresql://", "postgres://")):
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 - parsing the port is the check
+        except ValueError as exc:
+            raise BadInput(f"--db: not a valid PostgreSQL URL ({exc})", field="--db") from exc
         return "postgres", url
     if lowered.startswith("sqlite:"):
         target = url[len("sqlite:") :]
@@ -436,21 +518,30 @@ def parse_url(url: str) -> tuple[str, str]:
             target = target[2:]
         if not target:
             raise BadInput("--db: sqlite URL names no file")
-        return "sqlite", target
-    if "://" in url:
+    elif "://" in url:
         raise BadInput(f"--db: unsupported scheme in {url.split('://', 1)[0]!r}")
-    return "sqlite", url
+    else:
+        target = url
+    if target == ":memory:":
+        # SQLite's name for a database that vanishes on close: a ledger is a durable file.
+        raise BadInput("--db: ':memory:' is not a file; the ledger must be a file",
+                       field="--db")  # fmt: skip
+    return "sqlite", target
 
 
-def open_backend(url: str | None, *, require_migrated: bool = True) -> Backend:
-    """Open the backend a ledger URL names (``None``: the default SQLite file)."""
+def open_backend(url: str | None, *, require_migrated: bool = True, create: bool = True) -> Backend:
+    """Open the backend a ledger URL names (``None``: the default SQLite file).
+
+    With ``create=False`` (read-only commands) a ledger that does not exist yet is refused
+    (:class:`NoLedger`) and nothing is created: no file, no directory, no schema.
+    """
     if url is None:
         path = default_sqlite_path()
-        return SqliteBackend(path, f"sqlite://{path}")
+        return SqliteBackend(path, f"sqlite://{path}", create=create)
     dialect, target = parse_url(url)
     if dialect == "postgres":
-        return PostgresBackend(target, require_migrated=require_migrated)
+        return PostgresBackend(target, require_migrated=require_migrated, create=create)
     path = Path(target).expanduser()
     if path.is_dir():
         raise BadInput(f"--db: {path} is a directory")
-    return SqliteBackend(path, url)
+    return SqliteBackend(path, url, create=create)

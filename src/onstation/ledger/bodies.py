@@ -295,9 +295,7 @@ class HarnessLedger:
                 return Admission(known, not fenced, fenced, None, reason)
             if live is not None and live[2] == INTERACTIVE_HOLDER:
                 # The next new session takes a relief's pending interactive successor lease.
-                tx.run(
-                    "UPDATE body_lease SET holder = ? WHERE lease_id = ?", (holder, live[0])
-                )
+                tx.run("UPDATE body_lease SET holder = ? WHERE lease_id = ?", (holder, live[0]))
                 self.ledger._event(tx, now, node=node, kind="session.successor_bound",
                                    generation=live[1], actor=holder, session_id=session_id,
                                    lease_id=live[0])  # fmt: skip

@@ -148,9 +148,12 @@ class Ledger:
         clock: Clock = system_clock,
         respawn_policy: RespawnPolicy | None = None,
         relief_policy: RespawnPolicy | None = None,
+        create: bool = True,
     ) -> Ledger:
-        """Open the ledger a URL names: a SQLite path (default) or a ``postgresql://`` URL."""
-        return cls(open_backend(url), clock=clock, respawn_policy=respawn_policy,
+        """Open the ledger a URL names: a SQLite path (default) or a ``postgresql://`` URL.
+
+        ``create=False`` refuses a ledger that does not exist instead of creating it."""
+        return cls(open_backend(url, create=create), clock=clock, respawn_policy=respawn_policy,
                    relief_policy=relief_policy)  # fmt: skip
 
     def close(self) -> None:
@@ -328,6 +331,7 @@ class Ledger:
 
     def _guard(self, tx: Tx, now: int, name: str, generation: int, action: str) -> _Guarded:
         """Check a body's generation inside the writing transaction; record a denial if stale."""
+        _check_generation(generation, "generation")
         node = self._lock_node(tx, name)
         lease = self._lease_for(tx, name, node.generation)
         outcome = judge_write(
@@ -614,8 +618,8 @@ class Ledger:
         if holder is not None:
             validate_free_text(holder, "holder", 1024)
         _check_ttl(ttl)
-        if expect_generation is not None and expect_generation < 1:
-            raise BadInput("expected generation: must be at least 1", field="generation")
+        if expect_generation is not None:
+            _check_generation(expect_generation, "expected generation")
 
         return self._write(
             lambda tx, now: self._acquire_in(tx, now, node, holder, ttl, expect_generation, by)
@@ -726,8 +730,7 @@ class Ledger:
         the predecessor's lease and grants in the same transaction."""
         validate_name(node, "node")
         validate_free_text(reason, "reason", 1024)
-        if expect_generation < 1:
-            raise BadInput("expected generation: must be at least 1", field="generation")
+        _check_generation(expect_generation, "expected generation")
 
         return self._write(
             lambda tx, now: self._fence_in(tx, now, node, expect_generation, by, reason)
@@ -781,8 +784,7 @@ class Ledger:
         _check_ttl(ttl)
         validate_name(node, "node")
         validate_free_text(reason, "reason", 1024)
-        if expect_generation < 1:
-            raise BadInput("expected generation: must be at least 1", field="generation")
+        _check_generation(expect_generation, "expected generation")
 
         def body(tx: Tx, now: int) -> tuple[FenceResult, BodyLease]:
             result = self._fence_in(tx, now, node, expect_generation, by, reason)
@@ -961,6 +963,30 @@ class Ledger:
             ]
 
         return self._read(body)
+
+    def record_denial(
+        self, node: str, *, presented_generation: int, action: str, reason: str
+    ) -> Denial:
+        """Keep the receipt of a refusal decided outside the ledger (a hook's deny)."""
+        validate_name(node, "node")
+        validate_free_text(action, "action", 1024)
+        validate_free_text(reason, "reason", 256)
+
+        def body(tx: Tx, now: int) -> Denial:
+            current = self._get_node(tx, node).generation
+            row = tx.one(
+                "INSERT INTO denial (node, presented_generation, current_generation, action,"
+                " reason, at) VALUES (?, ?, ?, ?, ?, ?) RETURNING denial_id",
+                (node, presented_generation, current, action, reason, now),
+            )
+            assert row is not None
+            self._event(tx, now, node=node, kind="write.denied", generation=presented_generation,
+                        actor=f"{node}@{presented_generation}", action=action, reason=reason,
+                        current_generation=current, denial_id=int(row[0]))  # fmt: skip
+            return Denial(int(row[0]), node, presented_generation, current, action, reason,
+                          _at(now))  # fmt: skip
+
+        return self._write(body)
 
     # ----------------------------------------------------------------------------------------
     # capability grants
@@ -1162,7 +1188,7 @@ class Ledger:
                 raise Conflict(
                     f"effect {unsettled[0]} of this same logical effect is AMBIGUOUS; it is not "
                     "repeated until an operator resolves it with `onstation effect resolve "
-                    f"{unsettled[0]} --as observed|compensated`",
+                    f"{unsettled[0]} --as observed|compensated --by NAME --why TEXT`",
                     effect_id=unsettled[0], state=EffectState.AMBIGUOUS.value,
                 )  # fmt: skip
             return record(tx, now, repeat_print, original.effect_id)
@@ -1198,20 +1224,38 @@ class Ledger:
                     tx, now, effect.node, generation, f"effect dispatch {effect_id}"
                 )
                 self._refuse_if_halted(tx, effect.node, "effect dispatch")
+            resolve = (
+                f"an operator resolves it with `onstation effect resolve {effect_id} "
+                "--as observed|compensated --by NAME --why TEXT`"
+            )
             if effect.generation != generation:
+                # The advice depends on the state: each one names a command that succeeds.
+                if effect.state is EffectState.AMBIGUOUS:
+                    advice = f"it is AMBIGUOUS and never retried automatically: {resolve}"
+                elif effect.state is EffectState.COMMITTED:
+                    advice = "it is already COMMITTED; nothing is left to do"
+                elif effect.state in {EffectState.INTENDED, EffectState.DISPATCHED,
+                                      EffectState.OBSERVED}:  # fmt: skip
+                    advice = (
+                        f"it is {effect.state.value} under a fenced generation: settle it with "
+                        f"`onstation effect reconcile {effect.node}`"
+                    )
+                else:
+                    advice = (  # FAILED_BEFORE_DISPATCH or COMPENSATED: never done now
+                        f"it is {effect.state.value}: intend it again under generation "
+                        f"{generation} (`onstation effect intend {effect.node} --generation "
+                        f"{generation}` with the same --op, --dest and --args)"
+                    )
                 raise Conflict(
                     f"effect {effect_id} belongs to generation {effect.generation}, not "
-                    f"{generation}; intend it again under generation {generation}",
+                    f"{generation}; {advice}",
                     effect_id=effect_id, state=effect.state.value,
                 )  # fmt: skip
             target = next_state(action, effect.state)
             if target is None:
                 hint = ""
                 if effect.state is EffectState.AMBIGUOUS:
-                    hint = (
-                        "; AMBIGUOUS is never retried automatically: an operator resolves it "
-                        f"with `onstation effect resolve {effect_id} --as observed|compensated`"
-                    )
+                    hint = f"; AMBIGUOUS is never retried automatically: {resolve}"
                 raise Conflict(
                     f"cannot {action.value} effect {effect_id} in state {effect.state.value}{hint}",
                     effect_id=effect_id, state=effect.state.value,
@@ -1254,8 +1298,11 @@ class Ledger:
     def reconcile(self, node: str, *, by: str = "operator") -> ReconcileReport:
         """Settle every effect of the node's fenced generations.
 
-        DISPATCHED without a result becomes AMBIGUOUS; INTENDED (never dispatched) becomes
-        FAILED_BEFORE_DISPATCH; OBSERVED (result on record) becomes COMMITTED.
+        DISPATCHED without a result becomes AMBIGUOUS; OBSERVED (result on record) becomes
+        COMMITTED. INTENDED becomes AMBIGUOUS too (a hook killed after recording the intent
+        gave its host no decision, and the host ran the tool) unless the ledger refused its
+        dispatch to that generation for good (a denial receipt ``effect dispatch ID`` of that
+        generation whose reason ends it): then it is FAILED_BEFORE_DISPATCH.
         """
         validate_name(node, "node")
 
@@ -1272,9 +1319,23 @@ class Ledger:
                 EffectState.FAILED_BEFORE_DISPATCH: [],
                 EffectState.COMMITTED: [],
             }
+            # A generation refused for one of these reasons never acts again: after such a
+            # refusal of its dispatch, the intent cannot have reached the world through it.
+            ended = tuple(
+                o.value
+                for o in (GuardOutcome.STALE_GENERATION, GuardOutcome.LEASE_FENCED,
+                          GuardOutcome.LEASE_EXPIRED, GuardOutcome.LEASE_RELEASED)
+            )  # fmt: skip
             for row in rows:
                 effect = self._effect(row)
-                target = next_state(EffectAction.RECONCILE, effect.state)
+                action = EffectAction.RECONCILE
+                if effect.state is EffectState.INTENDED and tx.one(
+                    "SELECT 1 FROM denial WHERE node = ? AND presented_generation = ? "
+                    "AND action = ? AND reason IN (?, ?, ?, ?) LIMIT 1",
+                    (node, effect.generation, f"effect dispatch {effect.effect_id}", *ended),
+                ):
+                    action = EffectAction.RECONCILE_REFUSED
+                target = next_state(action, effect.state)
                 assert target is not None
                 tx.run(
                     "UPDATE effect SET state = ?, updated_at = ? WHERE effect_id = ?",
@@ -1635,6 +1696,18 @@ class Ledger:
             return events[-limit:] if limit else events
 
         return self._read(body)
+
+
+#: Generations are signed 64-bit integers in both backends' columns.
+MAX_GENERATION = 2**63 - 1
+
+
+def _check_generation(value: int, field: str) -> None:
+    # Out of range would fail inside the database as an overflow; it is bad input, said so.
+    if not 1 <= value <= MAX_GENERATION:
+        raise BadInput(
+            f"{field}: must be between 1 and {MAX_GENERATION} (got {value})", field="generation"
+        )
 
 
 def _check_ttl(ttl: timedelta) -> None:

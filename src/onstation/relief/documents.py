@@ -56,11 +56,10 @@ class Supplied:
         """Merge the JSON file at ``path`` (if any) with flag values."""
         values: dict[str, Any] = {}
         if path is not None:
-            try:
-                text = Path(path).read_text(encoding="utf-8")
-            except OSError as exc:
-                raise BadInput(f"--from: cannot read {path}: {exc.strerror}") from exc
             from onstation.core.canonical import loads_strict
+            from onstation.harness.files import MAX_SMALL_JSON_BYTES, read_bounded
+
+            text = read_bounded(path, MAX_SMALL_JSON_BYTES, "--from")
 
             data = loads_strict(text, "--from")
             if not isinstance(data, dict):

@@ -5,8 +5,10 @@ unmanaged workspace gets no answer at all), judge the session as a body (admitte
 or fenced), then act for the event:
 
 - PreToolUse: a fenced body is denied every tool call; a refused body is denied its
-  effect-capable calls; an admitted body's effect-capable call is journaled (INTENDED, then
-  DISPATCHED) before it runs, and a repeat of a dispatched logical effect is denied.
+  effect-capable calls; an admitted body's effect-capable call is journaled (every effect
+  INTENDED, then every one DISPATCHED) before it runs, and a repeat of a dispatched logical
+  effect is denied, as is a call of more than :data:`MAX_EFFECTS_PER_CALL` effects. Every
+  deny is kept as a denial receipt in the ledger.
 - PostToolUse: the journaled effect is OBSERVED and COMMITTED; telemetry is read from the
   transcript (incrementally); pending messages are delivered as additional context.
 - UserPromptSubmit: telemetry, then pending messages.
@@ -25,7 +27,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from onstation.core.errors import BlockedByPolicy, Conflict, StaleGeneration
+from onstation.core.errors import BlockedByPolicy, Conflict, OnstationError, StaleGeneration
 from onstation.harness.config import WorkspaceConfig
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import SESSION_LEASE_TTL, Admission, BodySession, HarnessLedger
@@ -49,6 +51,14 @@ _CONTINUING_END_REASONS = ("clear", "resume")
 
 #: Renew a body's lease when less than this much of it is left (not on every call).
 RENEW_WHEN_LEFT = SESSION_LEASE_TTL / 2
+
+#: A tool call holding more effects than this is denied whole, nothing journaled: each effect
+#: costs the resolution of its identity (git commands) and two ledger transactions, and a
+#: hook must answer within a fixed time whatever the command.
+MAX_EFFECTS_PER_CALL = 8
+
+#: Reasons a successor is refused effect rights while its generation stays current.
+_RIGHTS_REASONS = ("successor not yet challenged", "birth failed")
 
 BRIEF_PREAMBLE = (
     "onstation turnover brief for {node} (generation {generation}). It was written from "
@@ -88,6 +98,12 @@ class HookRunner:
         self.records = HarnessLedger(ledger)
         self.harness = harness
         self.config = config
+        #: ``time.monotonic()`` by which effect classification must stop (None: no bound).
+        self.deadline: float | None = None
+        #: How far a PreToolUse got, for the caller's time budget: "standing" (fenced,
+        #: refused, admitted), "effect_capable" and "dispatched" (every effect of the call
+        #: dispatched).
+        self.progress: dict[str, Any] = {}
 
     # -- entry ------------------------------------------------------------------------------
 
@@ -204,33 +220,135 @@ class HookRunner:
 
     def on_pre_tool_use(self, admission: Admission, payload: dict[str, Any]) -> HookAnswer:
         session = admission.session
+        progress = self.progress
         if admission.fenced:
-            return HookAnswer(_deny(self._fenced_text(session)))
-        call = self._classify(payload)
-        if call is None:
+            progress["standing"] = "fenced"
+            return self._denied(session, payload, "fenced", self._fenced_text(session))
+        progress["standing"] = "admitted" if admission.admitted else "refused"
+        calls, stopped = self._classify_bounded(payload)
+        progress["effect_capable"] = bool(calls) or stopped is not None
+        if not progress["effect_capable"]:
             return HookAnswer()
         if not admission.admitted:
-            return HookAnswer(_deny(self._refused_text(admission)))
-        try:
-            effect, _created = self.ledger.intend_effect(
-                session.node,
-                generation=session.generation,
-                operation=call.operation,
-                destination=call.destination,
-                arguments=call.arguments,
-                caller_ref=str(payload.get("tool_use_id") or "") or None,
+            return self._denied(
+                session, payload, "not admitted", self._refused_text(admission), calls
             )
-            effect = self.ledger.dispatch_effect(effect.effect_id, generation=session.generation)
+        from onstation.harness.effects import TOO_MANY
+
+        if stopped == TOO_MANY:
+            return self._denied(
+                session, payload, "too many effects",
+                f"onstation: too many effects in one call (more than {MAX_EFFECTS_PER_CALL}); "
+                f"split it into calls of at most {MAX_EFFECTS_PER_CALL} effects, so that each "
+                "one is journaled.", calls,
+            )  # fmt: skip
+        if stopped is not None:
+            return self._denied(
+                session, payload, "over time budget",
+                "onstation: the effects of this call could not be resolved within the hook's "
+                "time budget; split it into smaller calls.", calls,
+            )  # fmt: skip
+        return self._journal(session, payload, calls)
+
+    def _journal(
+        self, session: BodySession, payload: dict[str, Any], calls: list[Any]
+    ) -> HookAnswer:
+        """Every effect of the call INTENDED, then every one DISPATCHED; or the call denied."""
+        generation = session.generation
+        tool_use_id = payload.get("tool_use_id")
+        created: list[str] = []  # ours alone to fail again if the call is denied
+        effects: list[str] = []
+        try:
+            for call in calls:
+                effect, new = self.ledger.intend_effect(
+                    session.node,
+                    generation=generation,
+                    operation=call.operation,
+                    destination=call.destination,
+                    arguments=call.arguments,
+                    caller_ref=str(tool_use_id or "") or None,
+                )
+                if new:
+                    created.append(effect.effect_id)
+                if effect.effect_id not in effects:
+                    effects.append(effect.effect_id)
+            _kill_point("pre-tool-use:intended")
+            for effect_id in effects:
+                self.ledger.dispatch_effect(effect_id, generation=generation)
         except Conflict as exc:
-            return HookAnswer(_deny(f"onstation: not repeating an effect: {exc.message}"))
+            self._abandon(session, created)
+            return self._denied(
+                session, payload, "repeat", f"onstation: not repeating an effect: {exc.message}",
+                calls,
+            )  # fmt: skip
         except StaleGeneration as exc:
+            # The ledger kept the receipt of this refusal itself.
+            if exc.details.get("reason") in _RIGHTS_REASONS:
+                self._abandon(session, created)
             return HookAnswer(_deny(f"onstation: this body may not act: {exc.message}"))
         except BlockedByPolicy as exc:
-            return HookAnswer(_deny(f"onstation: {exc.message}"))
-        tool_use_id = payload.get("tool_use_id")
+            self._abandon(session, created)
+            return self._denied(session, payload, "halted", f"onstation: {exc.message}", calls)
+        self.progress["dispatched"] = True
         if isinstance(tool_use_id, str) and tool_use_id:
-            self.records.record_tool_call(tool_use_id, session.session_id, effect.effect_id)
+            self.records.record_tool_call(tool_use_id, session.session_id, effects[0])
         return HookAnswer()
+
+    def _abandon(self, session: BodySession, effect_ids: list[str]) -> None:
+        """Fail the intents a denied call recorded: the ledger's proof its tool did not run."""
+        from contextlib import suppress
+
+        for effect_id in effect_ids:
+            # Dispatched by a concurrent call, or no longer ours: then left as it is.
+            with suppress(OnstationError):
+                self.ledger.fail_effect(effect_id, generation=session.generation,
+                                        reason="the PreToolUse hook denied the call")  # fmt: skip
+
+    def _denied(
+        self,
+        session: BodySession,
+        payload: dict[str, Any],
+        reason: str,
+        text: str,
+        calls: list[Any] | None = None,
+    ) -> HookAnswer:
+        """Deny a PreToolUse and keep the receipt (the session and the tool) in the ledger."""
+        tool = payload.get("tool_name")
+        action = f"{self.harness} session {session.session_id}: PreToolUse "
+        action += tool if isinstance(tool, str) else "(no tool name)"
+        if calls:
+            action += f": {calls[0].summary}"
+            if len(calls) > 1:
+                action += f" (+{len(calls) - 1} more)"
+        action = "".join(ch if ch.isprintable() else "?" for ch in action)[:1024]
+        answer = HookAnswer(_deny(text))
+        try:
+            self.ledger.record_denial(session.node, presented_generation=session.generation,
+                                      action=action, reason=reason)  # fmt: skip
+        except OnstationError as exc:  # the call is denied all the same
+            answer.notes.append(f"denial receipt not recorded: {exc.message}")
+        return answer
+
+    def deny_unjudged(self, session_id: str, tool_name: Any, problem: str) -> HookAnswer | None:
+        """A PreToolUse whose payload could not be read or answered: deny it when its session
+        is known and is not the live body (fenced or refused); None (no decision) otherwise."""
+        session = self.records.session(session_id)
+        if session is None:
+            return None
+        current = self.ledger.get_node(session.node).generation
+        payload = {"tool_name": tool_name}
+        if session.state == "ADMITTED" and session.generation != current:
+            text = self._fenced_text(session)
+            return self._denied(session, payload, "fenced", f"{text} ({problem})")
+        if session.state == "ADMITTED":
+            lease = self.ledger.live_lease(session.node)
+            if lease is not None and lease.lease_id == session.lease_id:
+                return None
+        return self._denied(
+            session, payload, "not admitted",
+            f"onstation: this session is not the live body of {session.node}, and this call "
+            f"could not be checked ({problem}); it is denied.",
+        )  # fmt: skip
 
     def on_post_tool_use(self, admission: Admission, payload: dict[str, Any]) -> HookAnswer:
         session = admission.session
@@ -242,12 +360,21 @@ class HookRunner:
         if isinstance(tool_use_id, str) and tool_use_id:
             effect_id = self.records.effect_for_tool_call(tool_use_id)
             if effect_id is not None:
+                from onstation.core.effects import EffectState
+
                 result = _result_summary(payload.get("tool_response"))
-                effect = self.ledger.get_effect(effect_id)
-                if effect.state.value == "DISPATCHED":
-                    self.ledger.observe_effect(effect_id, generation=session.generation,
+                # One call may carry several effects (`git push a; git push b`): each was
+                # journaled under this call's id, and the tool's result settles every one.
+                dispatched = [
+                    e.effect_id
+                    for e in self.ledger.effects(session.node, state=EffectState.DISPATCHED)
+                    if e.generation == session.generation
+                    and (e.caller_ref == tool_use_id or e.effect_id == effect_id)
+                ]
+                for each in dispatched:
+                    self.ledger.observe_effect(each, generation=session.generation,
                                                result=result)  # fmt: skip
-                    self.ledger.commit_effect(effect_id, generation=session.generation)
+                    self.ledger.commit_effect(each, generation=session.generation)
         self._telemetry(session, payload)
         pending = self._pending(session)
         return HookAnswer(_context("PostToolUse", "\n\n".join(pending)) if pending else None)
@@ -303,22 +430,25 @@ class HookRunner:
 
     # -- helpers ----------------------------------------------------------------------------
 
-    def _classify(self, payload: dict[str, Any]) -> Any:
+    def _classify_bounded(self, payload: dict[str, Any]) -> tuple[list[Any], str | None]:
         from onstation.harness.effects import (
             DEFAULT_PATTERNS,
-            classify_tool_call,
+            classify_bounded,
             patterns_from_mapping,
         )
 
         tool_name = payload.get("tool_name")
         tool_input = payload.get("tool_input")
         if not isinstance(tool_name, str) or not isinstance(tool_input, dict):
-            return None
+            return [], None
         patterns = (
             patterns_from_mapping(self.config.effects) if self.config.effects else DEFAULT_PATTERNS
         )
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else os.getcwd()
-        return classify_tool_call(tool_name, tool_input, str(cwd), patterns)
+        return classify_bounded(
+            tool_name, tool_input, str(cwd), patterns,
+            max_effects=MAX_EFFECTS_PER_CALL, deadline=self.deadline,
+        )  # fmt: skip
 
     def _policy(self) -> Any:
         from onstation.core.hull import PRESETS, policy_from_mapping
@@ -429,6 +559,14 @@ class HookRunner:
             f"`onstation lease fence {session.node} --expect-generation {current.generation}` "
             "(the current holder is then denied), and continue here."
         )
+
+
+def _kill_point(name: str) -> None:
+    # Tests only: die here by SIGKILL, as a host's hook timeout or the OOM killer would.
+    if os.environ.get("ONSTATION_TEST_KILL_AT") == name:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _result_summary(response: Any) -> dict[str, Any]:

@@ -76,7 +76,9 @@ def _workspace_node(conn: sqlite3.Connection, cwd: str) -> str | None:
     return str(max(rows, key=lambda r: len(r[0]))[1]) if rows else None
 
 
-def _effect_capable(payload: dict[str, Any], config: dict[str, Any]) -> bool | None:
+def _effect_capable(
+    payload: dict[str, Any], config: dict[str, Any], deadline: float | None = None
+) -> bool | None:
     """False when certainly inert, True when effect-capable, None when unsure."""
     tool = payload.get("tool_name")
     if not isinstance(tool, str):
@@ -88,7 +90,7 @@ def _effect_capable(payload: dict[str, Any], config: dict[str, Any]) -> bool | N
         return None
     from onstation.harness.effects import (
         DEFAULT_PATTERNS,
-        classify_tool_call,
+        classify_bounded,
         patterns_from_mapping,
     )
 
@@ -96,7 +98,12 @@ def _effect_capable(payload: dict[str, Any], config: dict[str, Any]) -> bool | N
         patterns_from_mapping(config["effects"]) if config.get("effects") else (DEFAULT_PATTERNS)
     )
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else os.getcwd()
-    return classify_tool_call(tool, tool_input, str(cwd), patterns) is not None
+    # The first effect decides; the full path reads the rest (a command of thousands of
+    # pushes costs one resolution here, not thousands).
+    found, stopped = classify_bounded(
+        tool, tool_input, str(cwd), patterns, max_effects=0, deadline=deadline
+    )
+    return bool(found) or stopped is not None
 
 
 def raw_config(start: str) -> dict[str, Any] | None:
@@ -117,8 +124,17 @@ def raw_config(start: str) -> dict[str, Any] | None:
         here = parent
 
 
-def try_fast(harness: str, event: str, payload: dict[str, Any], db: str | None) -> object:
-    """Answer the call here (returns None: nothing to print) or return NOT_HANDLED."""
+def try_fast(
+    harness: str,
+    event: str,
+    payload: dict[str, Any],
+    db: str | None,
+    deadline: float | None = None,
+) -> object:
+    """Answer the call here (returns None: nothing to print) or return NOT_HANDLED.
+
+    ``deadline`` (``time.monotonic()``) bounds the effect classification of a PreToolUse.
+    """
     if event not in FAST_EVENTS or harness not in ("claude-code", "codex"):
         return NOT_HANDLED
     session_id = payload.get("session_id")
@@ -133,15 +149,13 @@ def try_fast(harness: str, event: str, payload: dict[str, Any], db: str | None) 
     path = _sqlite_path(db or config.get("db") or os.environ.get("ONSTATION_DB"))
     if path is None or not os.path.isfile(path):
         return NOT_HANDLED
-    if event == "PreToolUse" and _effect_capable(payload, config) is not False:
-        return NOT_HANDLED
     conn = sqlite3.connect(path, isolation_level=None, timeout=30)
     try:
         conn.execute("PRAGMA busy_timeout = 30000")
         conn.execute("PRAGMA synchronous = FULL")
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             return NOT_HANDLED
-        return _answer(conn, harness, event, payload, session_id, cwd, config)
+        return _answer(conn, harness, event, payload, session_id, cwd, config, deadline)
     except sqlite3.Error:
         return NOT_HANDLED  # e.g. a ledger not yet migrated: the full path says why
     finally:
@@ -156,17 +170,28 @@ def _answer(
     session_id: str,
     cwd: str,
     config: dict[str, Any],
+    deadline: float | None = None,
 ) -> object:
     reading: Any = None
     cursor_json: str | None = None
     row = conn.execute(
-        "SELECT telemetry_cursor FROM body_session WHERE session_id = ?", (session_id,)
+        "SELECT s.telemetry_cursor, s.state, s.generation, n.generation FROM body_session s "
+        "JOIN agent_node n ON n.name = s.node WHERE s.session_id = ?",
+        (session_id,),
     ).fetchone()
     if row is None:
         if not config.get("node") and _workspace_node(conn, cwd) is None:
             return None  # an unmanaged workspace: nothing to record, nothing to say
         return NOT_HANDLED
-    if event != "PreToolUse":
+    if event == "PreToolUse":
+        # A fenced or refused body is the full path's to deny, before any classification:
+        # nothing in its call may make that answer slow. A live body's call is classified
+        # outside any transaction (it may run git).
+        if row[1] != "ADMITTED" or row[2] != row[3]:
+            return NOT_HANDLED
+        if _effect_capable(payload, config, deadline) is not False:
+            return NOT_HANDLED
+    else:
         reading, cursor_json = _read_transcript(harness, payload, row[0])
     conn.execute("BEGIN IMMEDIATE")
     try:
