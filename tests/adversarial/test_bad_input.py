@@ -110,7 +110,8 @@ BAD_INPUTS: list[list[str]] = [
     ["message", "send", "--from", "ops", "--to", "x", "--kind", "note", "--reply-to",
      BEYOND_INT64],
     ["brief", "write", "x", "--generation", BEYOND_INT64, "--task", "t"],
-    ["demo", "--timeout", "nan"],
+    ["supervise", "--once", "--poll", "nan"],
+    ["supervise", "--once", "--brief-wait", "nan"],
     # Free text holding bytes that are not UTF-8 (Python passes them as lone surrogates).
     ["note", "x", "--decision", "\udcff\udcfe", "--why", "w", "--generation", "1"],
     ["note", "x", "--note=caf\udce9", "--generation", "1"],

@@ -36,6 +36,10 @@ ONSTATION = str(Path(sys.executable).with_name("onstation"))
 MEMORY_CAP = 1 << 30  # far above what onstation needs; far below what /dev/zero would take
 TIMEOUT = 30
 
+#: No waiting: were the file read after all, the relief would end at once, not in minutes.
+RELIEVE = ["relieve", "x", "--harness", "fake", "--emergency", "--brief-wait", "0",
+           "--challenge-wait", "0", "--shutdown-wait", "0", "--exchange-wait", "0"]  # fmt: skip
+
 #: (id, argv with {f} for the file, the limit, the name the error gives the input)
 FILE_INPUTS: list[tuple[str, list[str], int, str]] = [
     ("capsule seal", ["capsule", "seal", "{f}"], MAX_DOCUMENT_BYTES, "capsule"),
@@ -44,10 +48,8 @@ FILE_INPUTS: list[tuple[str, list[str], int, str]] = [
     ("resurrect", ["resurrect", "{f}"], MAX_DOCUMENT_BYTES, "incident"),
     ("capsule build --facts", ["capsule", "build", "x", "--facts", "{f}"],
      MAX_SMALL_JSON_BYTES, "--facts"),
-    ("relieve --facts", ["relieve", "x", "--harness", "fake", "--facts", "{f}"],
-     MAX_SMALL_JSON_BYTES, "--facts"),
-    ("relieve --capacity", ["relieve", "x", "--harness", "fake", "--capacity", "{f}"],
-     MAX_SMALL_JSON_BYTES, "--capacity"),
+    ("relieve --facts", [*RELIEVE, "--facts", "{f}"], MAX_SMALL_JSON_BYTES, "--facts"),
+    ("relieve --capacity", [*RELIEVE, "--capacity", "{f}"], MAX_SMALL_JSON_BYTES, "--capacity"),
     ("challenge answer --echo-file",
      ["challenge", "answer", "x", "--generation", "1", "--echo-file", "{f}"],
      MAX_SMALL_JSON_BYTES, "--echo-file"),
