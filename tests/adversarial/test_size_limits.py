@@ -208,3 +208,105 @@ def test_a_key_is_not_read_through_a_symlink(tmp_path: Path) -> None:
     with pytest.raises(BadInput):
         read_bounded(link, MAX_KEY_BYTES, "public key", follow_symlinks=False)
     assert read_bounded(link, MAX_KEY_BYTES, "--facts") == b"{}"
+
+
+# --------------------------------------------------------------------------------------------
+# files onstation finds for itself: the key store, the workspace configuration, install records
+
+
+def test_a_fifo_in_the_key_store_is_refused_not_waited_on(team: dict[str, Any]) -> None:
+    """Before the fix, ``keys list`` opened a planted FIFO and blocked in open() forever."""
+    keys = Path(team["env"]["ONSTATION_KEYS_DIR"])
+    keys.mkdir(mode=0o700)
+    os.mkfifo(keys / ("ed25519-" + "0" * 16 + ".pub"))
+    try:
+        done = run_child(team, ["keys", "list"])
+    except subprocess.TimeoutExpired:
+        pytest.fail("keys list blocked on a FIFO in the key store")
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    [line] = done.stderr.strip().splitlines()
+    assert "key store" in line and "not a regular file" in line, line
+
+
+def test_a_key_with_bad_hex_is_one_clear_error(team: dict[str, Any]) -> None:
+    keys = Path(team["env"]["ONSTATION_KEYS_DIR"])
+    keys.mkdir(mode=0o700)
+    (keys / ("ed25519-" + "0" * 16 + ".pub")).write_text('{"publicKey": "zz"}')
+    done = run_child(team, ["keys", "list"])
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert "does not match its key id" in line, line
+
+
+def test_an_oversized_workspace_configuration_is_refused(team: dict[str, Any]) -> None:
+    """Before the fix, the configuration was read whole, whatever its size."""
+    project = team["root"] / "project"
+    (project / ".onstation").mkdir(parents=True)
+    config = project / ".onstation" / "config.json"
+    config.write_text('{"node": "x", "pad": "' + "x" * MAX_SMALL_JSON_BYTES + '"}')
+    before = snapshot(team)
+    result = CliRunner().invoke(
+        cli, ["install", "claude-code", "--project", str(project), "--node", "newcomer"],
+        env=team["env"],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "workspace configuration" in result.stderr and "1 MiB" in result.stderr
+    assert snapshot(team) == before  # no node registered, no settings written
+    # A hook in that workspace fails open with one line instead of reading it whole.
+    payload = json.dumps({"session_id": "s1", "cwd": str(project),
+                          "hook_event_name": "PostToolUse", "tool_name": "Read"})  # fmt: skip
+    done = subprocess.run(
+        [ONSTATION, "hook", "claude-code", "PostToolUse"], input=payload, capture_output=True,
+        text=True, timeout=TIMEOUT, check=False, env={**os.environ, **team["env"]},
+        cwd=project, preexec_fn=_cap_memory,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "workspace configuration" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("damage", ["not-json", "wrong-shape", "oversized-settings", "fresh"])
+def test_install_and_uninstall_refuse_damaged_files(tmp_path: Path, damage: str) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    runner = CliRunner()
+    env = {"ONSTATION_DB": str(tmp_path / "ledger.db")}
+    assert runner.invoke(cli, ["install", "claude-code", "--project", str(project)],
+                         env=env).exit_code == 0  # fmt: skip
+    settings = project / ".claude" / "settings.json"
+    record = project / ".claude" / "onstation-install.json"
+    if damage == "not-json":
+        record.write_text("{not json")
+    elif damage == "wrong-shape":
+        record.write_text('{"added_hooks": [], "skills": "all"}')
+    elif damage == "fresh":  # install into a project whose own settings are oversized
+        project = tmp_path / "fresh"
+        settings = project / ".claude" / "settings.json"
+        settings.parent.mkdir(parents=True)
+    if damage in ("oversized-settings", "fresh"):
+        settings.write_text('{"pad": "' + "x" * MAX_DOCUMENT_BYTES + '"}')
+    files = {p: p.read_bytes() for p in project.rglob("*") if p.is_file()}
+    ledger = (tmp_path / "ledger.db").read_bytes()
+    command = "install" if damage == "fresh" else "uninstall"
+    result = runner.invoke(cli, [command, "claude-code", "--project", str(project)], env=env)
+    assert result.exit_code == 2, result.output
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("onstation: bad input: "), line
+    assert {p: p.read_bytes() for p in project.rglob("*") if p.is_file()} == files
+    assert (tmp_path / "ledger.db").read_bytes() == ledger
+
+
+def test_install_writes_nothing_when_a_skill_is_in_the_way(tmp_path: Path) -> None:
+    """Before the fix the first skill was written before the second one's conflict."""
+    project = tmp_path / "project"
+    blocker = project / ".claude" / "skills" / "onstation-coord-respawn" / "SKILL.md"
+    blocker.parent.mkdir(parents=True)
+    blocker.write_text("the user's own skill")
+    result = CliRunner().invoke(
+        cli, ["install", "claude-code", "--project", str(project)],
+        env={"ONSTATION_DB": str(tmp_path / "ledger.db")},
+    )  # fmt: skip
+    assert result.exit_code != 0
+    assert sorted(p.relative_to(project).as_posix() for p in project.rglob("*") if p.is_file()) == [
+        ".claude/skills/onstation-coord-respawn/SKILL.md"
+    ]
+    assert not (tmp_path / "ledger.db").exists()

@@ -459,3 +459,46 @@ def test_an_unsafe_report_directory_stops_the_relief_before_the_fence(
     assert "WORKSPACE_UNSAFE" in outcome["reasons"][0] and "symlink" in outcome["reasons"][0]
     assert _generation(repo) == (1, 1)
     assert list(elsewhere.iterdir()) == []  # nothing written through the symlink
+
+
+def test_input_files_are_read_once_before_the_fence(repo: dict[str, Any], tmp_path: Path) -> None:
+    """Before the fix --facts and --capacity were read again after the fence: a file removed
+    (or replaced by something unreadable) in between aborted a relief that had fenced."""
+    _start_session(repo)
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps({"objective": "finish the parser"}))
+    capacity = tmp_path / "capacity.json"
+    evidence = json.loads(
+        (Path(__file__).parents[2] / "src/onstation/plan/examples/sample-input.json").read_text()
+    )["capacity"]["evidence"]
+    capacity.write_text(json.dumps(evidence | {"node": "app"}))
+    said: list[str] = []
+
+    def progress(line: str) -> None:
+        said.append(line)
+        if line.startswith("fence generation"):
+            facts.unlink()
+            capacity.write_text("{not json")
+
+    env = repo["env"]
+    previous = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        with Ledger.open(repo["db"]) as ledger:
+            outcome = Relief(ledger, "app", ReliefOptions(
+                launcher=CommandLauncher(STUB_COMMAND, execution_class="fake"), brief_wait=0,
+                challenge_wait=30, shutdown_wait=0.5, db=repo["db"], emergency=True,
+                facts_file=str(facts), capacity_file=str(capacity),
+                progress=progress)).run()  # fmt: skip
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    assert any(line.startswith("fence generation") for line in said)
+    assert outcome.state != "ABORTED", outcome
+    assert not any("--facts" in r or "--capacity" in r for r in outcome.reasons), outcome.reasons
+    with Ledger.open(repo["db"]) as ledger:
+        [relief] = ReliefLedger(ledger).reliefs("app")
+        assert relief.state == outcome.state

@@ -63,8 +63,8 @@ def install_cmd(
     opts: Options,
 ) -> None:
     """Merge onstation's hooks, status line and skills into a harness's settings."""
-    from onstation.harness.config import write_config
-    from onstation.harness.install import install
+    from onstation.harness.config import read_config_file, write_config
+    from onstation.harness.install import check_install, install
     from onstation.ledger import Ledger
     from onstation.ledger.bodies import HarnessLedger
 
@@ -90,6 +90,9 @@ def install_cmd(
         validate_name(node, "--node")
     elif node_name is not None:
         node = validate_name(node_name, "--node")
+    # Every file is read and checked before the first write, so a refusal changes nothing.
+    check_install(harness, project=project, user=user)
+    existing = read_config_file(project) if project is not None else {}
     if project is not None and node is not None:
         with Ledger.open(opts.db) as ledger:
             known = {n.node for n in ledger.list_nodes()}
@@ -99,7 +102,7 @@ def install_cmd(
     record = install(harness, project=project, user=user, node=node, wrap_statusline=not no_wrap)
     if project is not None:
         write_config(project, {"node": node, "db": opts.db, "tiers": tier_value,
-                               "supervised": supervised or None})  # fmt: skip
+                               "supervised": supervised or None}, existing)  # fmt: skip
     emit(
         opts,
         {"installed": harness, "settings": record["settings"], "node": node,

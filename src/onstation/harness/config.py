@@ -54,9 +54,12 @@ def load_config(start: str | Path) -> WorkspaceConfig:
     path = find_config(start)
     if path is None:
         return WorkspaceConfig()
+    from onstation.harness.files import MAX_SMALL_JSON_BYTES, read_bounded
+
+    raw = read_bounded(path, MAX_SMALL_JSON_BYTES, "workspace configuration")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError) as exc:
         raise BadInput(f"{path}: not readable JSON ({exc})") from exc
     if not isinstance(data, dict):
         raise BadInput(f"{path}: must hold a JSON object")
@@ -82,15 +85,32 @@ def load_config(start: str | Path) -> WorkspaceConfig:
     )
 
 
-def write_config(workspace: str | Path, values: dict[str, Any]) -> Path:
+def read_config_file(workspace: str | Path) -> dict[str, Any]:
+    """What ``workspace/.onstation/config.json`` holds now ({} when there is none).
+
+    Bounded like every input, and a damaged file is a :class:`BadInput`; commands that
+    write it call this first, before any other write, so a refusal leaves nothing changed.
+    """
+    from onstation.harness.files import MAX_SMALL_JSON_BYTES, read_bounded
+
+    target = Path(workspace) / CONFIG_DIR / CONFIG_FILE
+    if not target.is_file() or target.is_symlink():
+        return {}
+    raw = read_bounded(target, MAX_SMALL_JSON_BYTES, "workspace configuration")
+    try:
+        loaded = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError) as exc:
+        raise BadInput(f"{target}: not readable JSON ({exc}); fix or remove it") from exc
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def write_config(
+    workspace: str | Path, values: dict[str, Any], existing: dict[str, Any] | None = None
+) -> Path:
     """Write (merge into) ``workspace/.onstation/config.json`` atomically."""
     from onstation.harness.files import write_inside
 
-    existing: dict[str, Any] = {}
-    target = Path(workspace) / CONFIG_DIR / CONFIG_FILE
-    if target.is_file() and not target.is_symlink():
-        loaded = json.loads(target.read_text(encoding="utf-8"))
-        if isinstance(loaded, dict):
-            existing = loaded
+    if existing is None:
+        existing = read_config_file(workspace)
     merged = {**existing, **{k: v for k, v in values.items() if v is not None}}
     return write_inside(workspace, [CONFIG_DIR, CONFIG_FILE], json.dumps(merged, indent=2) + "\n")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from onstation.core.errors import BadInput, Conflict
-from onstation.harness.files import write_inside
+from onstation.harness.files import MAX_DOCUMENT_BYTES, read_bounded, write_inside
 
 RECORD = "onstation-install.json"
 
@@ -104,10 +104,10 @@ def _load_json(path: Path) -> tuple[dict[str, Any], bytes | None]:
         raise BadInput(f"{path} is a symlink; refusing to edit it")
     if not path.exists():
         return {}, None
-    raw = path.read_bytes()
+    raw = read_bounded(path, MAX_DOCUMENT_BYTES, "settings", follow_symlinks=False)
     try:
         data = json.loads(raw.decode("utf-8")) if raw.strip() else {}
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError) as exc:
         raise BadInput(f"{path}: not valid JSON ({exc}); fix it before installing") from exc
     if not isinstance(data, dict):
         raise BadInput(f"{path}: must hold a JSON object")
@@ -147,16 +147,16 @@ def settings_target(harness: str, *, project: str | None, user: bool) -> tuple[P
     return Path(project or "."), Path(".codex") / "hooks.json"
 
 
-def install(
+def _prepare(
     harness: str,
     *,
     project: str | None,
     user: bool,
     node: str | None,
-    executable: str | None = None,
-    wrap_statusline: bool = True,
-) -> dict[str, Any]:
-    """Merge onstation into the harness settings; return the install record."""
+    executable: str | None,
+    wrap_statusline: bool,
+) -> tuple[Path, Path, dict[str, Any], list[tuple[Path, str]], dict[str, Any]]:
+    """Everything install will write, computed and checked without writing anything."""
     if harness not in ("claude-code", "codex"):
         raise BadInput(f"unknown harness {harness!r}; use claude-code or codex")
     base, relative = settings_target(harness, project=project, user=user)
@@ -198,20 +198,15 @@ def install(
         if isinstance(statusline_before, dict) and "padding" in statusline_before:
             statusline_added["padding"] = statusline_before["padding"]
         data["statusLine"] = statusline_added
-    skills: list[dict[str, str]] = []
+    skill_files: list[tuple[Path, str]] = []
     if harness == "claude-code":
-        skills_dir = settings_path.parent / "skills"
         for name, template in (("onstation-relief", RELIEF_SKILL),
                                ("onstation-coord-respawn", COORD_SKILL)):  # fmt: skip
-            target = skills_dir / name / "SKILL.md"
+            target = settings_path.parent / "skills" / name / "SKILL.md"
+            # Every target is checked before any is written: a conflict leaves nothing behind.
             if target.exists():
                 raise Conflict(f"{target} exists and is not onstation's; move it first")
-            text = template.replace("{node}", node or "NODE")
-            _write(settings_path.parent, Path("skills") / name / "SKILL.md", text)
-            skills.append(
-                {"path": str(target), "sha256": hashlib.sha256(text.encode()).hexdigest()}
-            )
-    _write(base, relative, _dump(data, indent))
+            skill_files.append((target, template.replace("{node}", node or "NODE")))
     record = {
         "harness": harness,
         "settings": str(settings_path),
@@ -220,10 +215,63 @@ def install(
         "added_hooks": added,
         "statusline_before": statusline_before,
         "statusline_added": statusline_added,
-        "skills": skills,
+        "skills": [
+            {"path": str(target), "sha256": hashlib.sha256(text.encode()).hexdigest()}
+            for target, text in skill_files
+        ],
         "node": node,
     }
-    _write(settings_path.parent, Path(RECORD), json.dumps(record, indent=2) + "\n")
+    return base, relative, data, skill_files, record
+
+
+def check_install(harness: str, *, project: str | None, user: bool) -> None:
+    """Raise what :func:`install` would raise, writing nothing (run it before other writes)."""
+    _prepare(harness, project=project, user=user, node=None, executable=None,
+             wrap_statusline=True)  # fmt: skip
+
+
+def install(
+    harness: str,
+    *,
+    project: str | None,
+    user: bool,
+    node: str | None,
+    executable: str | None = None,
+    wrap_statusline: bool = True,
+) -> dict[str, Any]:
+    """Merge onstation into the harness settings; return the install record."""
+    base, relative, data, skill_files, record = _prepare(
+        harness, project=project, user=user, node=node, executable=executable,
+        wrap_statusline=wrap_statusline,
+    )  # fmt: skip
+    settings_dir = (base / relative).parent
+    for target, text in skill_files:
+        _write(settings_dir, target.relative_to(settings_dir), text)
+    _write(base, relative, _dump(data, int(record["indent"])))
+    _write(settings_dir, Path(RECORD), json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def _load_record(path: Path) -> dict[str, Any]:
+    """The install record, checked for the shape uninstall relies on."""
+    raw = read_bounded(path, MAX_DOCUMENT_BYTES, "install record", follow_symlinks=False)
+    try:
+        record = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError) as exc:
+        raise BadInput(f"{path}: not valid JSON ({exc}); remove onstation by hand") from exc
+    if (
+        not isinstance(record, dict)
+        or not isinstance(record.get("added_hooks", {}), dict)
+        or not isinstance(record.get("skills", []), list)
+        or not isinstance(record.get("original"), str | None)
+        or not all(
+            isinstance(s, dict)
+            and isinstance(s.get("path"), str)
+            and isinstance(s.get("sha256"), str)
+            for s in record.get("skills", [])
+        )
+    ):
+        raise BadInput(f"{path}: not an onstation install record; remove onstation by hand")
     return record
 
 
@@ -234,12 +282,12 @@ def uninstall(harness: str, *, project: str | None, user: bool) -> dict[str, Any
     record_path = settings_path.parent / RECORD
     if not record_path.is_file():
         raise BadInput(f"onstation is not installed here (no {record_path})")
-    record = json.loads(record_path.read_text(encoding="utf-8"))
+    record = _load_record(record_path)
     data, _raw = _load_json(settings_path)
     hooks = data.get("hooks")
     removed = 0
     if isinstance(hooks, dict):
-        for event, group in record["added_hooks"].items():
+        for event, group in record.get("added_hooks", {}).items():
             groups = hooks.get(event)
             if isinstance(groups, list) and group in groups:
                 groups.remove(group)
@@ -274,8 +322,11 @@ def uninstall(harness: str, *, project: str | None, user: bool) -> dict[str, Any
     for skill in record.get("skills", []):
         path = Path(skill["path"])
         if path.is_file() and not path.is_symlink():
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-            if digest == skill["sha256"]:
+            try:
+                content = read_bounded(path, MAX_DOCUMENT_BYTES, "skill", follow_symlinks=False)
+            except BadInput:
+                content = b""  # not what install wrote (too large, swapped): keep it
+            if content and hashlib.sha256(content).hexdigest() == skill["sha256"]:
                 path.unlink()
                 try:
                     path.parent.rmdir()

@@ -71,20 +71,14 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
 
 
 def read_regular(path: Path, limit: int = 1 << 20) -> bytes:
-    """Read a regular file without following a final symlink."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError as exc:
-        raise BadInput(f"{path}: no such file") from exc
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot open ({exc.strerror})") from exc
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise BadInput(f"{path}: not a regular file")
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise BadInput(f"{path}: larger than {limit} bytes")
-    return data
+    """Read a regular file without following a final symlink, at most ``limit`` bytes.
+
+    The type is checked before the file is opened, so a FIFO or a device planted in the key
+    store is refused at once instead of blocking or being read without end.
+    """
+    from onstation.harness.files import read_bounded
+
+    return read_bounded(path, limit, "key store", follow_symlinks=False)
 
 
 @dataclass(frozen=True)
@@ -187,7 +181,11 @@ class KeyStore:
             doc = loads_strict(read_regular(path), str(path))
             kid = path.name[: -len(".pub")]
             raw_hex = doc.get("publicKey") if isinstance(doc, dict) else None
-            if not isinstance(raw_hex, str) or key_id(bytes.fromhex(raw_hex)) != kid:
+            try:
+                matches = isinstance(raw_hex, str) and key_id(bytes.fromhex(raw_hex)) == kid
+            except ValueError:
+                matches = False
+            if not matches or not isinstance(raw_hex, str):
                 raise OnstationError(f"{path}: public key does not match its key id")
             has_private = (self.directory / f"{kid}.key").exists()
             found.append(KeyInfo(kid, raw_hex, has_private, doc.get("label")))

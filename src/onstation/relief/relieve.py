@@ -117,6 +117,10 @@ class Relief:
         self.expired_exchanges: list[Any] = []  # exchanges open at an emergency fence
         self.scratch_removed: str | None = None
         self.launcher: Launcher | None = options.launcher
+        # --facts and --capacity are read once, before the fence: a file changed or removed
+        # afterwards cannot turn a relief that passed its checks into one that stops midway.
+        self.facts: dict[str, Any] | None = None
+        self.capacity_evidence: Any = None
         if options.witnesses is None:
             from onstation.harness import witness
 
@@ -228,12 +232,20 @@ class Relief:
             )
         episodes = [e for e in self.ledger.episodes(self.node) if e.state == "OPEN"]
         stated = None
-        if self.opts.facts_file is not None:
-            from onstation.harness.files import MAX_SMALL_JSON_BYTES, read_bounded
+        from onstation.harness.files import MAX_SMALL_JSON_BYTES, read_bounded
 
+        if self.opts.facts_file is not None:
             facts = loads_strict(read_bounded(self.opts.facts_file, MAX_SMALL_JSON_BYTES,
                                               "--facts"), "--facts")  # fmt: skip
-            stated = facts.get("objective") if isinstance(facts, dict) else None
+            if not isinstance(facts, dict):
+                raise BadInput("--facts: must hold a JSON object of capsule parts")
+            self.facts = facts
+            stated = facts.get("objective")
+        if self.opts.capacity_file is not None:
+            self.capacity_evidence = loads_strict(
+                read_bounded(self.opts.capacity_file, MAX_SMALL_JSON_BYTES, "--capacity"),
+                "--capacity",
+            )
         if not episodes and not stated:
             return ("QUARANTINED", [f"NO_OBJECTIVE: {self.node} has no open work episode, so "
                                     "the successor would not know its objective"],
@@ -423,15 +435,8 @@ class Relief:
                                     ("Edit", "tool:edit"))
             ],
         }  # fmt: skip
-        if self.opts.facts_file is not None:
-            from onstation.core.canonical import loads_strict
-            from onstation.harness.files import MAX_SMALL_JSON_BYTES, read_bounded
-
-            supplied = loads_strict(read_bounded(self.opts.facts_file, MAX_SMALL_JSON_BYTES,
-                                                 "--facts"), "--facts")  # fmt: skip
-            if not isinstance(supplied, dict):
-                raise BadInput("--facts: must hold a JSON object of capsule parts")
-            parts.update(supplied)  # what the agent states explicitly wins over the brief
+        if self.facts is not None:
+            parts.update(self.facts)  # what the agent states explicitly wins over the brief
             return parts
         if brief is not None:
             content = brief.content
@@ -558,12 +563,7 @@ class Relief:
 
     def _capacity(self, execution_class: str, harness: str, now: Any) -> dict[str, Any] | None:
         if self.opts.capacity_file is not None:
-            from onstation.core.canonical import loads_strict
-            from onstation.harness.files import MAX_SMALL_JSON_BYTES, read_bounded
-
-            text = read_bounded(self.opts.capacity_file, MAX_SMALL_JSON_BYTES, "--capacity")
-            evidence = loads_strict(text, "--capacity")
-            return {"evidence": evidence}
+            return {"evidence": self.capacity_evidence}
         interactive = getattr(self.launcher, "interactive", False)
         if execution_class != "fake" and not interactive:
             return None  # real providers need real evidence: the verdict will HIBERNATE
