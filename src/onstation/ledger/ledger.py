@@ -169,6 +169,10 @@ class Ledger:
     # ----------------------------------------------------------------------------------------
     # transaction plumbing
 
+    def now(self) -> datetime:
+        """The ledger's clock (wall time, UTC): the time its records are stamped with."""
+        return self._clock()
+
     def _now(self) -> int:
         return to_us(self._clock())
 
