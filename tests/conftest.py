@@ -9,29 +9,15 @@ PostgreSQL backend must never go untested in CI.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from onstation.ledger import Ledger, open_backend
+from onstation.ledger import Ledger
+from onstation.testing import FakeClock, scratch_postgres_url, with_schema
 
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/test"
-
-
-class FakeClock:
-    """A settable UTC clock for the ledger (time is passed in, never read behind our back)."""
-
-    def __init__(self, start: datetime | None = None) -> None:
-        self.now = start or datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **kwargs: float) -> None:
-        self.now += timedelta(**kwargs)
 
 
 def _pg_base() -> str:
@@ -69,24 +55,15 @@ def _require_pg() -> None:
         pytest.skip(reason)
 
 
-def _with_schema(base: str, schema: str) -> str:
-    return f"{base}{'&' if '?' in base else '?'}schema={schema}"
+_with_schema = with_schema
 
 
 @pytest.fixture
 def pg_url() -> Iterator[str]:
     """A migrated, empty PostgreSQL ledger in a schema of its own, dropped afterwards."""
     _require_pg()
-    schema = f"t_{uuid.uuid4().hex[:16]}"
-    url = _with_schema(_pg_base(), schema)
-    backend = open_backend(url, require_migrated=False)
-    backend.migrate()
-    backend.close()
-    yield url
-    import psycopg
-
-    with psycopg.connect(_pg_base(), autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    with scratch_postgres_url(_pg_base()) as url:
+        yield url
 
 
 @pytest.fixture

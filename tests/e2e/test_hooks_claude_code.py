@@ -253,7 +253,7 @@ def test_git_push_is_journaled_and_never_repeated(world: dict[str, Any]) -> None
 )
 def test_malformed_input_fails_open(world: dict[str, Any], stdin: str) -> None:
     command = Claude(world["project"], world["env"], "sess-x").commands["PreToolUse"]
-    done = subprocess.run(  # noqa: S602
+    done = subprocess.run(  # noqa: S602 - the command string as the host runs it
         command, shell=True, input=stdin, capture_output=True, text=True, env=world["env"],
         check=False,
     )  # fmt: skip

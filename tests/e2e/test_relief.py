@@ -338,7 +338,7 @@ def _fresh_codex_capacity(tmp_path: Path) -> Path:
     sample = Path(__file__).parents[2] / "src/onstation/plan/examples/sample-input.json"
     evidence = json.loads(sample.read_text())["capacity"]["evidence"]
     now = datetime.now(UTC)
-    stamp = lambda t: t.strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
+    stamp = lambda t: t.strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: E731 - a one-line helper reads best as a lambda here
     evidence |= {"node": "exec-1", "harness": "codex-cli", "observedAt": stamp(now),
                  "validUntil": stamp(now + timedelta(minutes=30))}  # fmt: skip
     evidence["reservation"]["expiresAt"] = stamp(now + timedelta(minutes=30))

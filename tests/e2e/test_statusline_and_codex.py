@@ -92,7 +92,7 @@ def test_codex_hooks_answer_in_codex_format(tmp_path: Path) -> None:
         payload = {"session_id": "thread-1", "cwd": project, "hook_event_name": event,
                    "model": "gpt-5.3-codex", "transcript_path": str(rollout), "turn_id": "t",
                    **extra}  # fmt: skip
-        done = subprocess.run(  # noqa: S602
+        done = subprocess.run(  # noqa: S602 - the command string as the host runs it
             hooks[event][0]["hooks"][0]["command"], shell=True, input=json.dumps(payload),
             capture_output=True, text=True, env=env, check=False,
         )  # fmt: skip

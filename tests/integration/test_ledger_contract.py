@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FakeClock
 from onstation.core.canonical import canonical_bytes
 from onstation.core.effects import (
     EffectState,
@@ -24,6 +23,7 @@ from onstation.core.governor import RespawnPolicy
 from onstation.core.leases import LeaseState
 from onstation.core.types import Effect
 from onstation.ledger import Ledger, backends
+from onstation.testing import FakeClock
 
 PUSH = {"operation": "git.push", "destination": "git@example.com:o/r.git"}
 
@@ -370,7 +370,7 @@ def test_stale_generation_cannot_touch_effects(ledger: Ledger) -> None:
 
 def test_reconcile_settles_fenced_generations(ledger: Ledger) -> None:
     gen = _born(ledger)
-    make = lambda commit: ledger.intend_effect(  # noqa: E731
+    make = lambda commit: ledger.intend_effect(  # noqa: E731 - a one-line helper reads best as a lambda here
         "exec-1", generation=gen, arguments={"commit": commit}, **PUSH
     )[0]
     intended, dispatched, observed, committed = make("a"), make("b"), make("c"), make("d")
@@ -675,3 +675,90 @@ def test_capsule_acceptance_refuses_replay(ledger: Ledger) -> None:
     with pytest.raises(Conflict, match="replay"):
         ledger.accept_capsule("n", generation=1, sequence=9, digest=d2, key_id="k")
     assert ledger.accept_capsule("n", generation=3, sequence=0, digest=d2, key_id="k")
+
+
+# -- the unit of work ---------------------------------------------------------------------------
+
+
+def test_a_unit_of_work_commits_together(ledger: Ledger) -> None:
+    from onstation.ledger.bodies import HarnessLedger
+
+    generation = _born(ledger)
+    records = HarnessLedger(ledger)
+    with ledger.transaction() as unit:
+        unit.event(node="exec-1", kind="hull.precompact", generation=generation, actor="test")
+        records.post_message(sender="exec-1", recipient="lead", kind="tier_changed", body="red")
+        # Inside the unit, reads see the unit's own writes.
+        assert [m.kind for m in records.messages("lead")] == ["tier_changed"]
+        stamped = unit.now
+    assert [m.kind for m in records.messages("lead")] == ["tier_changed"]
+    [event] = [e for e in ledger.history("exec-1") if e.kind == "hull.precompact"]
+    assert event.at == stamped
+
+
+def test_a_unit_of_work_that_fails_writes_nothing(ledger: Ledger) -> None:
+    from onstation.ledger.bodies import HarnessLedger
+
+    generation = _born(ledger)
+    before = ledger.history()
+
+    def failing_unit() -> None:
+        with ledger.transaction() as unit:
+            unit.event(node="exec-1", kind="hull.precompact", generation=generation, actor="t")
+            HarnessLedger(ledger).post_message(
+                sender="exec-1", recipient="lead", kind="tier_changed", body="red"
+            )
+            raise RuntimeError("the caller's own failure")
+
+    with pytest.raises(RuntimeError):
+        failing_unit()
+    assert ledger.history() == before
+    assert HarnessLedger(ledger).messages("lead") == []
+
+
+def test_a_refused_write_ends_its_unit_and_keeps_only_its_receipt(ledger: Ledger) -> None:
+    from onstation.ledger.bodies import HarnessLedger
+
+    old = _born(ledger)
+    ledger.fence("exec-1", expect_generation=old, by="test")
+    records = HarnessLedger(ledger)
+
+    def refused_unit() -> None:
+        with ledger.transaction():
+            records.post_message(sender="lead", recipient="ops", kind="note", body="before")
+            ledger.intend_effect("exec-1", generation=old, **PUSH, arguments={"ref": "main"})
+
+    with pytest.raises(StaleGeneration):
+        refused_unit()
+    assert records.messages("ops") == []  # the unit's other write is rolled back
+    [denial] = ledger.denials("exec-1")  # the refusal's receipt is kept
+    assert (denial.presented_generation, denial.current_generation) == (old, old + 1)
+    assert ledger.effects("exec-1") == []
+
+
+def test_a_refusal_handled_inside_the_unit_commits_with_it(ledger: Ledger) -> None:
+    from onstation.ledger.bodies import HarnessLedger
+
+    old = _born(ledger)
+    ledger.fence("exec-1", expect_generation=old, by="test")
+    records = HarnessLedger(ledger)
+    with ledger.transaction():
+        with pytest.raises(StaleGeneration):
+            ledger.intend_effect("exec-1", generation=old, **PUSH, arguments={"ref": "main"})
+        records.post_message(sender="lead", recipient="ops", kind="note", body="the lead is told")
+    assert [m.body for m in records.messages("ops")] == ["the lead is told"]
+    assert len(ledger.denials("exec-1")) == 1
+
+
+def test_units_of_work_nest_into_the_outer_one(ledger: Ledger) -> None:
+    generation = _born(ledger)
+
+    def nested_units() -> None:
+        with ledger.transaction():
+            with ledger.transaction() as inner:
+                inner.event(node="exec-1", kind="inner", generation=generation, actor="test")
+            raise RuntimeError("the outer block fails after the inner one ended")
+
+    with pytest.raises(RuntimeError):
+        nested_units()
+    assert [e for e in ledger.history("exec-1") if e.kind == "inner"] == []

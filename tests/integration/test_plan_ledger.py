@@ -10,6 +10,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from onstation.core.errors import Conflict
+from onstation.harness.evidence import collect
 from onstation.ledger import Ledger
 from onstation.plan.build import build_payload
 from onstation.plan.capsule import CapsuleRejected, seal, verify
@@ -70,7 +71,9 @@ def _dispatch_push(ledger: Ledger) -> str:
 def test_capsule_built_from_ledger_and_git(ledger: Ledger, repo: Path) -> None:
     effect_id = _dispatch_push(ledger)
     ledger.fence("executor-7", expect_generation=1)
-    payload = build_payload(ledger, "executor-7", repo=repo, base="base", agent=None, now=NOW)
+    payload = build_payload(
+        ledger, "executor-7", evidence=collect(repo, "base"), agent=None, now=NOW
+    )
     assert payload["subject"]["node"] == "executor-7"
     assert payload["subject"]["generation"] == 1  # the fenced predecessor's capsule
     assert payload["subject"]["episode"] is not None
@@ -98,7 +101,7 @@ def test_agent_supplied_parts_are_checked(ledger: Ledger, repo: Path) -> None:
             "tail": [{"role": "tool", "text": f"line {i}\u200b\u202e"} for i in range(30)],
         }
     }
-    payload = build_payload(ledger, "executor-7", repo=repo, base=None, agent=agent, now=NOW)
+    payload = build_payload(ledger, "executor-7", evidence=collect(repo), agent=agent, now=NOW)
     assert len(payload["transcript"]["tail"]) == 20
     assert payload["transcript"]["truncated"] is True
     assert payload["transcript"]["trust"] == "untrusted-evidence"
@@ -109,14 +112,16 @@ def test_agent_supplied_parts_are_checked(ledger: Ledger, repo: Path) -> None:
     from onstation.core.errors import BadInput
 
     with pytest.raises(BadInput, match="unknown part"):
-        build_payload(ledger, "executor-7", repo=repo, base=None, agent={"soul": 1}, now=NOW)
+        build_payload(ledger, "executor-7", evidence=collect(repo), agent={"soul": 1}, now=NOW)
     with pytest.raises(BadInput, match="--base"):
-        build_payload(ledger, "executor-7", repo=repo, base="no-such-ref", agent=None, now=NOW)
+        build_payload(
+            ledger, "executor-7", evidence=collect(repo, "no-such-ref"), agent=None, now=NOW
+        )
 
 
 def test_replay_is_refused_durably_through_the_ledger(ledger: Ledger, repo: Path) -> None:
     first = seal(
-        build_payload(ledger, "executor-7", repo=repo, base=None, agent=None, now=NOW),
+        build_payload(ledger, "executor-7", evidence=collect(repo), agent=None, now=NOW),
         KEY,
         issued_at="2026-03-02T09:30:00Z",
     )
@@ -145,7 +150,7 @@ def test_replay_is_refused_durably_through_the_ledger(ledger: Ledger, repo: Path
     # A newer capsule (more ledger events) raises the mark; the older one is then refused.
     ledger.fence("executor-7", expect_generation=1)
     second = seal(
-        build_payload(ledger, "executor-7", repo=repo, base=None, agent=None, now=NOW),
+        build_payload(ledger, "executor-7", evidence=collect(repo), agent=None, now=NOW),
         KEY,
         issued_at="2026-03-02T09:31:00Z",
     )
@@ -176,7 +181,7 @@ def test_replay_is_refused_durably_through_the_ledger(ledger: Ledger, repo: Path
 
 def test_older_generation_is_refused_before_the_ledger(ledger: Ledger, repo: Path) -> None:
     old = seal(
-        build_payload(ledger, "executor-7", repo=repo, base=None, agent=None, now=NOW),
+        build_payload(ledger, "executor-7", evidence=collect(repo), agent=None, now=NOW),
         KEY,
         issued_at="2026-03-02T09:30:00Z",
     )

@@ -7,10 +7,10 @@ from datetime import timedelta
 
 import pytest
 
-from conftest import FakeClock
 from onstation.core.errors import Conflict
 from onstation.ledger import Ledger
 from onstation.ledger.relief_records import ReliefLedger
+from onstation.testing import FakeClock
 
 
 def test_one_relief_at_a_time_and_abandoned_ones_are_taken_over(

@@ -17,11 +17,14 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from onstation.core.errors import BadInput, ExitCode, OnstationError
+
+if TYPE_CHECKING:
+    from onstation.ledger import Ledger
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,7 +55,7 @@ def command_options(func: F) -> F:
         with handle_errors(opts):
             return func(*args, opts=opts, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # type: ignore[return-value]  # the options wrapper changes the signature
 
 
 @contextmanager
@@ -109,6 +112,32 @@ def positive_int(value: int, field: str, maximum: int = INT64_MAX) -> int:
     return value
 
 
+def operator_name() -> str:
+    """Who is at the keyboard (recorded as ``by``), or ``operator`` when that is unknown."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "operator"
+
+
+@contextmanager
+def open_ledger(opts: Options, *, create: bool = True) -> Iterator[Ledger]:
+    """The ledger named by ``--db``/``ONSTATION_DB`` (default: the user's SQLite file).
+
+    Read-only commands pass ``create=False``: a mistyped ``--db`` is then refused instead of
+    leaving an empty ledger (and its directories) behind.
+    """
+    from onstation.ledger import Ledger
+
+    ledger = Ledger.open(opts.db, create=create)
+    try:
+        yield ledger
+    finally:
+        ledger.close()
+
+
 # --------------------------------------------------------------------------------------------
 # click's own errors and parameter types
 
@@ -137,11 +166,11 @@ class _FiniteFloat(click.types.FloatParamType):
         return number
 
 
-def bound_numbers(group: click.Group) -> None:
-    """Give every plain ``int``/``float`` parameter of every command under ``group`` a
-    bounded type, so an out-of-range number is a usage error (exit 2) wherever it appears."""
+def bound_numbers(command: click.Command) -> None:
+    """Give every plain ``int``/``float`` parameter of ``command`` and every command under it
+    a bounded type, so an out-of-range number is a usage error (exit 2) wherever it appears."""
     int64, finite = _Int64(), _FiniteFloat()
-    pending: list[click.Command] = [group]
+    pending: list[click.Command] = [command]
     while pending:
         command = pending.pop()
         for param in command.params:
@@ -232,18 +261,9 @@ class OnstationGroup(click.Group):
             return super().invoke(ctx)
 
 
-EXIT_CODES_HELP = "\n".join(
-    f"  {int(code)}  {meaning}"
-    for code, meaning in [
-        (ExitCode.OK, "ok"),
-        (ExitCode.ERROR, "anything else"),
-        (ExitCode.BAD_INPUT, "bad input or usage"),
-        (ExitCode.DENIED, "denied: the generation is stale or fenced"),
-        (ExitCode.BLOCKED, "blocked by policy: respawn limit, breaker or halt"),
-        (ExitCode.CONFLICT, "conflict: a compare-and-swap lost, a live lease exists, "
-         "or the transition is invalid"),
-    ]
-)  # fmt: skip
+#: The exit-code table of ``onstation --help``, made from :class:`ExitCode` (the README's table
+#: is checked against the same enum).
+EXIT_CODES_HELP = "\n".join(f"  {int(code)}  {code.description}" for code in ExitCode)
 
 
 def body_generation(flag: int | None, node: str, *, required: bool, what: str) -> int | None:

@@ -1,5 +1,5 @@
-"""What ``onstation demo`` (the main job on a scratch team) and ``onstation tour`` (the
-ledger alone) print for a person.
+"""``onstation demo`` (the main job on a scratch team) and ``onstation tour`` (the ledger
+alone): the commands and what they print for a person.
 
 The tour:
 
@@ -21,7 +21,7 @@ from typing import Any
 
 import click
 
-from onstation.cli.common import Options, emit
+from onstation.cli.common import Options, command_options, emit
 from onstation.core.errors import (
     BadInput,
     BlockedByPolicy,
@@ -30,6 +30,30 @@ from onstation.core.errors import (
     StaleGeneration,
 )
 from onstation.ledger import Ledger
+
+# --------------------------------------------------------------------------------------------
+# the commands (imported by the root group when first used)
+
+
+@click.command("demo")
+@click.option("--keep", is_flag=True, help="Keep the scratch team and print where it is.")
+@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds at most.")
+@command_options
+def demo_cmd(keep: bool, timeout: float, opts: Options) -> None:
+    """The main job on a scratch team: three fake agents, a relief, a self-respawn."""
+    run_team_demo(opts, keep=keep, timeout=timeout)
+
+
+@click.command("tour")
+@click.option("--keep", is_flag=True, help="Keep the tour's ledger and print where it is.")
+@command_options
+def tour_cmd(keep: bool, opts: Options) -> None:
+    """A tour of one relief on the ledger alone: birth, fence, stale body denied, AMBIGUOUS."""
+    run_tour(opts, keep=keep)
+
+
+# --------------------------------------------------------------------------------------------
+# what they print
 
 
 def _step(title: str) -> None:

@@ -28,13 +28,6 @@ def _default_node(directory: str) -> str:
     return validate_name(name or "agent", "--node")
 
 
-def register(cli: click.Group) -> None:
-    """Add the harness-facing commands to the ``onstation`` group."""
-    for command in (install_cmd, uninstall_cmd, workspace, brief, manifest, note_cmd, message,
-                    hook_help, statusline_help):  # fmt: skip
-        cli.add_command(command)
-
-
 # --------------------------------------------------------------------------------------------
 # install
 

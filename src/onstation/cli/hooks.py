@@ -291,13 +291,16 @@ def _run(
         fields = _top_level(raw, ("session_id", "cwd", "tool_name"))
         return _unjudged(harness, event, fields, db, problem)
     notes: list[str] = []
-    try:
-        from onstation.relief.hotpath import NOT_HANDLED, try_fast
+    # ONSTATION_HOOK_FAST_PATH=off sends every call down the full path: an escape hatch, and
+    # how the differential test compares the two.
+    if os.environ.get("ONSTATION_HOOK_FAST_PATH", "on") != "off":
+        try:
+            from onstation.relief.hotpath import NOT_HANDLED, try_fast
 
-        if try_fast(harness, event, payload, db, deadline) is not NOT_HANDLED:
-            return None, [], 0
-    except Exception as exc:
-        notes.append(f"hook fast path skipped: {getattr(exc, 'message', None) or exc}")
+            if try_fast(harness, event, payload, db, deadline) is not NOT_HANDLED:
+                return None, [], 0
+        except Exception as exc:
+            notes.append(f"hook fast path skipped: {getattr(exc, 'message', None) or exc}")
     try:
         from onstation.relief.hooks import HookRunner
 

@@ -93,7 +93,8 @@ def capsule_build(
     opts: Options,
 ) -> None:
     """Build an unsealed capsule for NODE from the ledger, git and --facts."""
-    from onstation.cli.main import open_ledger
+    from onstation.cli.common import open_ledger
+    from onstation.harness.evidence import collect
     from onstation.plan.build import build_payload
     from onstation.plan.capsule import unsealed
 
@@ -106,7 +107,8 @@ def capsule_build(
         raise BadInput("--facts: must be a JSON object")
     moment = _now(now)
     with open_ledger(opts, create=False) as ledger:
-        payload = build_payload(ledger, node, repo=repo_path, base=base, agent=agent, now=moment)
+        evidence = collect(repo_path, base)
+        payload = build_payload(ledger, node, evidence=evidence, agent=agent, now=moment)
     doc = unsealed(payload)
     if out is not None:
         _write(out, doc)
@@ -179,7 +181,7 @@ def capsule_verify(file: str, expect_node: str | None, accept: bool, opts: Optio
     data = result.to_json()
     note = ""
     if accept:
-        from onstation.cli.main import open_ledger
+        from onstation.cli.common import open_ledger
 
         with open_ledger(opts) as ledger:
             current = ledger.get_node(result.node)

@@ -21,12 +21,6 @@ def _by() -> str:
         return "operator"
 
 
-def register(cli: click.Group) -> None:
-    """Add the relief commands to the ``onstation`` group."""
-    for command in (relieve_cmd, challenge, task, team, report_cmd, supervise_cmd):
-        cli.add_command(command)
-
-
 @click.command("relieve")
 @click.argument("node_name", metavar="NODE")
 @click.option(
@@ -204,7 +198,7 @@ def challenge_answer(
     with Ledger.open(opts.db) as ledger:
         # The body answering is the process that ran this command: our parent.
         seen = witnesses.observe(os.getppid(), nonce=new_nonce(),
-                                 observed_at=ledger._clock().isoformat())  # fmt: skip
+                                 observed_at=ledger.now().isoformat())  # fmt: skip
         birth = ReliefLedger(ledger).answer_challenge(
             node_name, generation=generation, echo=data,
             witness=None if seen is None else seen.to_json(),

@@ -10,12 +10,6 @@ import click
 
 from onstation.sim.run import PLANTS, REQUIRED_COVERAGE, SeedsReport, run_seeds
 
-
-def register(cli: click.Group) -> None:
-    """Add ``simulate`` to the ``onstation`` group."""
-    cli.add_command(simulate_cmd)
-
-
 #: Bounds that keep a typo from asking for a run that cannot finish (or fit in memory).
 MAX_SEEDS = 1_000_000
 MAX_JOBS = 256

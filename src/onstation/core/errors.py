@@ -20,7 +20,11 @@ if TYPE_CHECKING:
 
 
 class ExitCode(IntEnum):
-    """Process exit codes of the CLI; scripts branch on them."""
+    """Process exit codes of the CLI; scripts branch on them.
+
+    Each code's :attr:`description` is the one text of the exit-code table: ``onstation
+    --help`` prints it and the README's table is tested against it.
+    """
 
     OK = 0
     ERROR = 1
@@ -28,6 +32,23 @@ class ExitCode(IntEnum):
     DENIED = 3
     BLOCKED = 4
     CONFLICT = 5
+
+    @property
+    def description(self) -> str:
+        """What the code means, for people reading ``--help`` or the README."""
+        return _EXIT_CODE_DESCRIPTIONS[self]
+
+
+_EXIT_CODE_DESCRIPTIONS: dict[ExitCode, str] = {
+    ExitCode.OK: "ok",
+    ExitCode.ERROR: "anything else (e.g. the ledger cannot be opened)",
+    ExitCode.BAD_INPUT: "bad input or usage; nothing was changed",
+    ExitCode.DENIED: "denied: the generation is stale or fenced (the denial is recorded)",
+    ExitCode.BLOCKED: "blocked by policy: respawn limit, breaker or halt",
+    ExitCode.CONFLICT: (
+        "conflict: a compare-and-swap lost, a live lease exists, or the transition is invalid"
+    ),
+}
 
 
 class OnstationError(Exception):

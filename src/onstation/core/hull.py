@@ -201,7 +201,7 @@ def _allowed_keys() -> str:
 class FillReading(FrozenRecord):
     """One measurement of context fill, with where it came from. Immutable."""
 
-    __slots__ = ("used_tokens", "window_tokens", "percent", "source", "model")  # noqa: RUF023
+    __slots__ = ("used_tokens", "window_tokens", "percent", "source", "model")  # noqa: RUF023 - field order, not sorted
 
     used_tokens: int | None
     window_tokens: int

@@ -1,24 +1,58 @@
 """The durable lifecycle ledger behind one interface: SQLite (default) or PostgreSQL.
 
 ``Ledger.open(url)`` picks the backend from the URL: a path or ``sqlite:PATH`` for the
-embedded default, ``postgresql://...`` for a fleet. SQL lives here, with numbered
-migrations under ``migrations/<dialect>/``.
+embedded default, ``postgresql://...`` for a fleet. All SQL lives in this package, with
+numbered migrations under ``migrations/<dialect>/``.
+
+The names below load on first use: importing one light module of the package (the hook
+fast path's :mod:`onstation.ledger.fastpath`, :mod:`onstation.ledger.urls`) does not
+load the whole ledger.
 """
 
-from onstation.ledger.backends import (
-    LedgerUnavailable,
-    default_sqlite_path,
-    latest_schema_version,
-    open_backend,
-    parse_url,
-)
-from onstation.ledger.ledger import DEFAULT_LEASE_TTL, Clock, Ledger, from_us, system_clock, to_us
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from onstation.ledger.backends import (
+        LedgerUnavailable,
+        default_sqlite_path,
+        latest_schema_version,
+        open_backend,
+    )
+    from onstation.ledger.base import UnitOfWork
+    from onstation.ledger.ledger import (
+        DEFAULT_LEASE_TTL,
+        Clock,
+        Ledger,
+        from_us,
+        system_clock,
+        to_us,
+    )
+    from onstation.ledger.urls import parse_url
+
+_WHERE = {
+    "DEFAULT_LEASE_TTL": "onstation.ledger.base",
+    "Clock": "onstation.ledger.base",
+    "Ledger": "onstation.ledger.ledger",
+    "LedgerUnavailable": "onstation.ledger.backends",
+    "UnitOfWork": "onstation.ledger.base",
+    "default_sqlite_path": "onstation.ledger.backends",
+    "from_us": "onstation.ledger.base",
+    "latest_schema_version": "onstation.ledger.backends",
+    "open_backend": "onstation.ledger.backends",
+    "parse_url": "onstation.ledger.urls",
+    "system_clock": "onstation.ledger.base",
+    "to_us": "onstation.ledger.base",
+}
 
 __all__ = [
     "DEFAULT_LEASE_TTL",
     "Clock",
     "Ledger",
     "LedgerUnavailable",
+    "UnitOfWork",
     "default_sqlite_path",
     "from_us",
     "latest_schema_version",
@@ -27,3 +61,12 @@ __all__ = [
     "system_clock",
     "to_us",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'onstation.ledger' has no attribute {name!r}")
+    value = getattr(import_module(where), name)
+    globals()[name] = value
+    return value

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from onstation.core.errors import BadInput, OnstationError
+from onstation.ledger.urls import default_sqlite_file, parse_url
 
 if TYPE_CHECKING:
     import psycopg
@@ -496,37 +497,7 @@ def _redacted(url: str) -> str:
 
 def default_sqlite_path() -> Path:
     """``$XDG_STATE_HOME/onstation/ledger.db`` (``~/.local/state/onstation/ledger.db``)."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "onstation" / "ledger.db"
-
-
-def parse_url(url: str) -> tuple[str, str]:
-    """Split a ledger URL into (dialect, target): sqlite paths or postgresql URLs."""
-    if not url or "\x00" in url:
-        raise BadInput("--db: must be a sqlite path or a postgresql:// URL")
-    lowered = url.lower()
-    if lowered.startswith(("postgresql://", "postgres://")):
-        try:
-            parts = urlsplit(url)
-            parts.port  # noqa: B018 - parsing the port is the check
-        except ValueError as exc:
-            raise BadInput(f"--db: not a valid PostgreSQL URL ({exc})", field="--db") from exc
-        return "postgres", url
-    if lowered.startswith("sqlite:"):
-        target = url[len("sqlite:") :]
-        if target.startswith("//"):
-            target = target[2:]
-        if not target:
-            raise BadInput("--db: sqlite URL names no file")
-    elif "://" in url:
-        raise BadInput(f"--db: unsupported scheme in {url.split('://', 1)[0]!r}")
-    else:
-        target = url
-    if target == ":memory:":
-        # SQLite's name for a database that vanishes on close: a ledger is a durable file.
-        raise BadInput("--db: ':memory:' is not a file; the ledger must be a file",
-                       field="--db")  # fmt: skip
-    return "sqlite", target
+    return Path(default_sqlite_file())
 
 
 def open_backend(url: str | None, *, require_migrated: bool = True, create: bool = True) -> Backend:

@@ -11,7 +11,6 @@ none is told it is the body and then fenced by a racing newcomer.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -22,7 +21,9 @@ from onstation.core.errors import BadInput
 from onstation.core.names import validate_free_text, validate_name
 from onstation.core.types import Record
 from onstation.ledger.backends import Row, Tx
-from onstation.ledger.ledger import Ledger, _at, _CommitThenRaise, from_us
+from onstation.ledger.base import _at, from_us
+from onstation.ledger.correspondence import Correspondence, Document, Message, Note
+from onstation.ledger.fastpath import WORKSPACE_BINDINGS, closest_binding, workspace_candidates
 
 #: Harness sessions sit idle for hours between prompts; a long lease renewed by every hook.
 SESSION_LEASE_TTL = timedelta(hours=12)
@@ -54,65 +55,6 @@ class BodySession(Record):
     transcript_path: str | None = None
     #: What the body runs under: {"harness": ...} and, for a launched body, its launch options.
     launcher: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class Message(Record):
-    """A message between actors, or to a body."""
-
-    message_id: int
-    sender: str
-    recipient: str
-    kind: str
-    body: str
-    reply_to: int | None
-    created_at: datetime
-    delivered_at: datetime | None
-    #: The recipient's generation this message concerns (None: whoever holds the identity).
-    generation: int | None = None
-    #: The generation a node sender wrote it under (None: an actor or operator).
-    sender_generation: int | None = None
-
-
-_MESSAGE_COLUMNS = (
-    "message_id, sender, recipient, kind, body, reply_to, created_at, delivered_at, generation, "
-    "sender_generation"
-)
-
-
-def _message(r: Row) -> Message:
-    return Message(int(r[0]), r[1], r[2], r[3], r[4], None if r[5] is None else int(r[5]),
-                   _at(r[6]), from_us(r[7]), None if r[8] is None else int(r[8]),
-                   None if r[9] is None else int(r[9]))  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Note(Record):
-    """A decision (with its rationale) or a note an agent recorded for its successor."""
-
-    note_id: int
-    node: str
-    generation: int
-    kind: str
-    text: str
-    rationale: str | None
-    at: datetime
-
-
-@dataclass(frozen=True)
-class Document(Record):
-    """A turnover brief or continuation manifest, kept exactly as given to a successor."""
-
-    document_id: int
-    node: str
-    generation: int
-    kind: str
-    path: str
-    content: dict[str, Any]
-    digest: str
-    at: datetime
-    #: Written by a body after its generation was fenced: late, untrusted evidence only.
-    late: bool = False
 
 
 @dataclass(frozen=True)
@@ -156,11 +98,10 @@ def _validate_session_id(session_id: str) -> str:
     return session_id
 
 
-class HarnessLedger:
-    """The harness-facing records, over one :class:`Ledger` (same database, same clock)."""
-
-    def __init__(self, ledger: Ledger) -> None:
-        self.ledger = ledger
+class HarnessLedger(Correspondence):
+    """The harness-facing records, over one :class:`Ledger` (same database, same clock):
+    workspaces, sessions as bodies, tool calls and telemetry here; messages, notes and
+    documents from :class:`~onstation.ledger.correspondence.Correspondence`."""
 
     # -- workspaces ---------------------------------------------------------------------------
 
@@ -199,26 +140,21 @@ class HarnessLedger:
 
     def node_for_workspace(self, path: str) -> tuple[str, str] | None:
         """(node, bound path) of the closest bound ancestor of ``path``, if any."""
-        real = os.path.realpath(path)
-        candidates = [real]
-        parent = os.path.dirname(real)
-        while parent and parent != candidates[-1]:
-            candidates.append(parent)
-            parent = os.path.dirname(parent)
-        marks = ", ".join("?" for _ in candidates)
-
-        def body(tx: Tx, _now: int) -> tuple[str, str] | None:
-            rows = tx.all(
-                f"SELECT path, node FROM workspace_binding WHERE path IN ({marks})", candidates
-            )
-            if not rows:
-                return None
-            path_, node = max(rows, key=lambda r: len(r[0]))
-            return str(node), str(path_)
-
-        return self.ledger._read(body)
+        candidates = workspace_candidates(path)
+        sql = WORKSPACE_BINDINGS.format(marks=", ".join("?" for _ in candidates))
+        return self.ledger._read(lambda tx, _now: closest_binding(tx.all(sql, candidates)))
 
     # -- sessions as bodies -------------------------------------------------------------------
+
+    def workspace_of(self, node: str) -> str | None:
+        """The workspace most recently bound to ``node`` (None when it has none)."""
+        row = self.ledger._read(
+            lambda tx, _now: tx.one(
+                "SELECT path FROM workspace_binding WHERE node = ? ORDER BY bound_at DESC LIMIT 1",
+                (node,),
+            )
+        )
+        return None if row is None else str(row[0])
 
     def session(self, session_id: str) -> BodySession | None:
         """The recorded body of a harness session, if it was ever seen."""
@@ -602,289 +538,9 @@ class HarnessLedger:
         data["reported_at"] = _at(row[8]).isoformat().replace("+00:00", "Z")
         return data
 
-    # -- messages -----------------------------------------------------------------------------
-
-    def post_message(
-        self,
-        *,
-        sender: str,
-        recipient: str,
-        kind: str,
-        body: str,
-        reply_to: int | None = None,
-        generation: int | None = None,
-        sender_generation: int | None = None,
-    ) -> Message:
-        """Queue a message for an actor or a node.
-
-        ``generation`` addresses one body of the recipient: the message is delivered to that
-        generation only, never to a later one. ``sender_generation`` is the generation a node
-        writes under: it is checked like every other write of a body (a stale sender is denied
-        with a receipt), except for the one thing a relieved body may still say: its answer to
-        the shutdown request addressed to its own generation.
-        """
-        validate_name(sender, "from")
-        validate_name(recipient, "to")
-        validate_name(kind, "kind")
-        validate_free_text(body, "body", 20_000)
-        for value, label in ((generation, "generation"), (sender_generation, "sender generation")):
-            if value is not None and not 1 <= value <= 2**63 - 1:
-                raise BadInput(f"{label}: must be a positive integer", field=label)
-
-        def run(tx: Tx, now: int) -> Message:
-            replied = None
-            if reply_to is not None:
-                replied = tx.one(
-                    "SELECT recipient, kind, generation FROM message WHERE message_id = ?",
-                    (reply_to,),
-                )
-                if replied is None:
-                    raise BadInput(f"--reply-to: no such message {reply_to}")
-            if sender_generation is not None:
-                own_shutdown = (
-                    replied is not None
-                    and replied[0] == sender
-                    and replied[1] == "shutdown_request"
-                    and replied[2] == sender_generation
-                )
-                if not own_shutdown:
-                    self.ledger._guard(tx, now, sender, sender_generation, f"message {kind}")
-            return self._insert_message(tx, now, sender=sender, recipient=recipient, kind=kind,
-                                        body=body, reply_to=reply_to, generation=generation,
-                                        sender_generation=sender_generation)  # fmt: skip
-
-        return self.ledger._write(run)
-
-    def _insert_message(
-        self, tx: Tx, now: int, *, sender: str, recipient: str, kind: str, body: str,
-        reply_to: int | None, generation: int | None, sender_generation: int | None,
-    ) -> Message:  # fmt: skip
-        row = tx.one(
-            "INSERT INTO message (sender, recipient, kind, body, reply_to, created_at, "
-            "generation, sender_generation) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING message_id",
-            (sender, recipient, kind, body, reply_to, now, generation, sender_generation),
-        )
-        assert row is not None
-        node = tx.one("SELECT name FROM agent_node WHERE name = ?", (recipient,))
-        self.ledger._event(tx, now, node=None if node is None else recipient,
-                           kind="message.sent", generation=generation, actor=sender,
-                           message_id=int(row[0]), to=recipient, message_kind=kind,
-                           reply_to=reply_to, sender_generation=sender_generation)  # fmt: skip
-        return Message(int(row[0]), sender, recipient, kind, body, reply_to, _at(now), None,
-                       generation, sender_generation)  # fmt: skip
-
-    def take_messages(
-        self, recipient: str, *, delivered_to: str, generation: int | None = None,
-        fenced: bool = False,
-    ) -> list[Message]:  # fmt: skip
-        """Every undelivered message for ``recipient``, marked delivered in the same step.
-
-        With ``generation`` (a body taking its messages): the messages addressed to that
-        generation, and, unless the body is ``fenced``, those addressed to the identity at
-        large. A message for another generation is never handed to this body.
-        """
-        validate_name(recipient, "to")
-
-        def run(tx: Tx, now: int) -> list[Message]:
-            args: tuple[int, ...] = ()
-            if generation is None:
-                scope = ""
-            elif fenced:
-                scope, args = " AND generation = ?", (generation,)
-            else:
-                scope, args = " AND (generation IS NULL OR generation = ?)", (generation,)
-            rows = tx.all(
-                "UPDATE message SET delivered_at = ?, delivered_to = ? "
-                f"WHERE recipient = ? AND delivered_at IS NULL{scope} "
-                f"RETURNING {_MESSAGE_COLUMNS}",
-                (now, delivered_to, recipient, *args),
-            )
-            return sorted((_message(r) for r in rows), key=lambda m: m.message_id)
-
-        return self.ledger._write(run)
-
-    def expire_messages(self, recipient: str, *, reason: str, generation: int | None = None) -> int:
-        """Mark undelivered messages for ``recipient`` as expired (never delivered): those
-        addressed to ``generation`` or an earlier one, or all of them.
-
-        What was addressed to the identity at large (an executor's APPROACH, a task note) is
-        work of the identity and waits for its next body."""
-        validate_name(recipient, "to")
-
-        def run(tx: Tx, now: int) -> int:
-            scope = "" if generation is None else " AND generation <= ?"
-            return tx.run(
-                "UPDATE message SET delivered_at = ?, delivered_to = ? "
-                f"WHERE recipient = ? AND delivered_at IS NULL{scope}",
-                (now, f"expired: {reason}", recipient,
-                 *(() if generation is None else (generation,))),
-            )  # fmt: skip
-
-        return self.ledger._write(run)
-
-    def messages(self, recipient: str) -> list[Message]:
-        """Every message for ``recipient``, delivered or not."""
-        validate_name(recipient, "to")
-        return self.ledger._read(
-            lambda tx, _now: [
-                _message(r)
-                for r in tx.all(
-                    f"SELECT {_MESSAGE_COLUMNS} FROM message WHERE recipient = ? "
-                    "ORDER BY message_id",
-                    (recipient,),
-                )
-            ]
-        )
-
-    def open_exchanges(self, node: str) -> list[Message]:
-        """APPROACH or CHECKPOINT messages to ``node`` that have no reply yet."""
-        validate_name(node, "node")
-        return self.ledger._read(
-            lambda tx, _now: [
-                _message(r)
-                for r in tx.all(
-                    "SELECT m.message_id, m.sender, m.recipient, m.kind, m.body, m.reply_to, "
-                    "m.created_at, m.delivered_at, m.generation, m.sender_generation "
-                    "FROM message m WHERE m.recipient = ? "
-                    "AND m.kind IN ('APPROACH', 'CHECKPOINT') AND NOT EXISTS "
-                    "(SELECT 1 FROM message r WHERE r.reply_to = m.message_id) "
-                    "ORDER BY m.message_id",
-                    (node,),
-                )
-            ]
-        )
-
-    # -- notes and documents ------------------------------------------------------------------
-
-    def add_note(
-        self, node: str, *, kind: str, text: str, rationale: str | None = None, by: str,
-        generation: int | None = None,
-    ) -> Note:  # fmt: skip
-        """Record a decision (with its rationale) or a note.
-
-        ``generation`` is the writing body's: a stale one is denied with a receipt. Without
-        it (an operator's note) the note is filed under the current generation.
-        """
-        validate_name(node, "node")
-        if kind not in ("decision", "note"):
-            raise BadInput(f"note kind must be decision or note, not {kind!r}")
-        validate_free_text(text, "text")
-        if not text.strip():
-            raise BadInput("note: text must not be empty", field="text")
-        if rationale is not None:
-            validate_free_text(rationale, "why")
-
-        def body(tx: Tx, now: int) -> Note:
-            if generation is not None:
-                self.ledger._guard(tx, now, node, generation, f"note {kind}")
-            current = self.ledger._lock_node(tx, node)
-            row = tx.one(
-                "INSERT INTO note (node, generation, kind, text, rationale, at) "
-                "VALUES (?, ?, ?, ?, ?, ?) RETURNING note_id",
-                (node, current.generation, kind, text, rationale, now),
-            )
-            assert row is not None
-            self.ledger._event(tx, now, node=node, kind=f"note.{kind}",
-                               generation=current.generation, actor=by,
-                               note_id=int(row[0]))  # fmt: skip
-            return Note(int(row[0]), node, current.generation, kind, text, rationale, _at(now))
-
-        return self.ledger._write(body)
-
-    def notes(self, node: str) -> list[Note]:
-        """The node's decisions and notes, oldest first."""
-        validate_name(node, "node")
-        return self.ledger._read(
-            lambda tx, _now: [
-                Note(int(r[0]), r[1], int(r[2]), r[3], r[4], r[5], _at(r[6]))
-                for r in tx.all(
-                    "SELECT note_id, node, generation, kind, text, rationale, at FROM note "
-                    "WHERE node = ? ORDER BY note_id",
-                    (node,),
-                )
-            ]
-        )
-
-    def record_document(
-        self, node: str, *, kind: str, path: str, content: dict[str, Any], by: str,
-        generation: int | None = None,
-    ) -> Document:  # fmt: skip
-        """Keep the JSON form of a brief or manifest, exactly as a successor will get it.
-
-        ``generation`` is the writing body's; without it (the relief's own emergency brief,
-        a report) the document is filed under the current generation. A body whose generation
-        is stale is denied with a receipt (:class:`StaleGeneration`); a brief it wrote is
-        still kept, as late, untrusted evidence (``late``), never as a relief's hand-over.
-        """
-        validate_name(node, "node")
-        text = json.dumps(content, sort_keys=True, ensure_ascii=False)
-        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-        def insert(tx: Tx, now: int, stamped: int, late: bool) -> Document:
-            row = tx.one(
-                "INSERT INTO document (node, generation, kind, path, content, digest, at, late) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING document_id",
-                (node, stamped, kind, path, text, digest, now, 1 if late else 0),
-            )
-            assert row is not None
-            self.ledger._event(tx, now, node=node,
-                               kind=f"{kind}.{'late' if late else 'written'}",
-                               generation=stamped, actor=by, path=path,
-                               document_id=int(row[0]), digest=digest)  # fmt: skip
-            return Document(int(row[0]), node, stamped, kind, path, content, digest, _at(now),
-                            late)  # fmt: skip
-
-        def body(tx: Tx, now: int) -> Document:
-            if generation is not None:
-                try:
-                    self.ledger._guard(tx, now, node, generation, f"{kind} write")
-                except _CommitThenRaise:
-                    # The denial receipt is written; a brief is kept as late evidence beside
-                    # it, committed together, and the writer is still told it was denied.
-                    if kind == "brief":
-                        insert(tx, now, generation, True)
-                    raise
-                return insert(tx, now, generation, False)
-            current = self.ledger._lock_node(tx, node)
-            return insert(tx, now, current.generation, False)
-
-        return self.ledger._write(body)
-
-    _DOCUMENT_COLUMNS = "document_id, node, generation, kind, path, content, digest, at, late"
-
-    @staticmethod
-    def _document(row: Row) -> Document:
-        return Document(int(row[0]), row[1], int(row[2]), row[3], row[4], json.loads(row[5]),
-                        row[6], _at(row[7]), bool(row[8]))  # fmt: skip
-
-    def latest_document(self, node: str, kind: str) -> Document | None:
-        """The newest brief or manifest of ``node`` (late briefs are not hand-overs)."""
-        validate_name(node, "node")
-        row = self.ledger._read(
-            lambda tx, _now: tx.one(
-                f"SELECT {self._DOCUMENT_COLUMNS} FROM document WHERE node = ? AND kind = ? "
-                "AND late = 0 ORDER BY document_id DESC LIMIT 1",
-                (node, kind),
-            )
-        )
-        return None if row is None else self._document(row)
-
-    def late_documents(self, node: str, *, since_id: int = 0) -> list[Document]:
-        """Briefs written by fenced bodies after their fence: late, untrusted evidence."""
-        validate_name(node, "node")
-        return [
-            self._document(r)
-            for r in self.ledger._read(
-                lambda tx, _now: tx.all(
-                    f"SELECT {self._DOCUMENT_COLUMNS} FROM document WHERE node = ? AND late = 1 "
-                    "AND document_id > ? ORDER BY document_id",
-                    (node, since_id),
-                )
-            )
-        ]
-
 
 __all__ = [
+    "INTERACTIVE_HOLDER",
     "SESSION_LEASE_TTL",
     "Admission",
     "BodySession",

@@ -22,7 +22,8 @@ from onstation.core.errors import BadInput, Conflict, StaleGeneration
 from onstation.core.names import validate_free_text, validate_name
 from onstation.core.types import Record
 from onstation.ledger.backends import Row, Tx
-from onstation.ledger.ledger import Ledger, _at, from_us
+from onstation.ledger.base import _at, from_us
+from onstation.ledger.ledger import Ledger
 
 CHALLENGE_SCOPE = "onstation-challenge-v1"
 TASK_STATUSES = ("pending", "in_progress", "blocked", "completed")
@@ -504,6 +505,6 @@ class ReliefLedger:
 
 
 def _commit_then(error: Conflict | StaleGeneration) -> Exception:
-    from onstation.ledger.ledger import _CommitThenRaise
+    from onstation.ledger.base import _CommitThenRaise
 
     return _CommitThenRaise(error)

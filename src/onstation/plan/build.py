@@ -5,18 +5,18 @@ supplies (``--facts FILE``) is carried with the trust class it declares and chec
 the schema; every part nobody supplied is listed under ``omissions``. Transcript text is
 bounded, stripped of invisible characters and marked untrusted evidence. Credentials in a
 remote URL are removed before they can reach a capsule.
+
+Git is not run here: the caller collects a :class:`~onstation.plan.evidence.GitEvidence`
+(:func:`onstation.harness.evidence.collect`) and passes it in as data.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import subprocess
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -25,13 +25,14 @@ from onstation.core.effects import EffectState
 from onstation.core.errors import BadInput
 from onstation.ledger import Ledger
 from onstation.plan.capsule import unsealed
+from onstation.plan.evidence import GitEvidence
 from onstation.plan.incident import iso
 from onstation.plan.schemas import schema_violations
 
 MAX_TAIL = 20
 MAX_TAIL_TEXT = 4000
 DEFAULT_REQUIRED_FACTS = ("repository.head", "repository.tree", "objective", "effects.reconciled")
-GIT_TIMEOUT = 30
+_EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
 AGENT_PARTS = frozenset(
     {
@@ -58,31 +59,13 @@ _INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
 
 
 @dataclass
-class GitEvidence:
-    """What git says about the work tree."""
+class RepositoryParts:
+    """The capsule's parts that come from git evidence."""
 
     repository: dict[str, Any]
     artifacts: list[dict[str, Any]] = field(default_factory=list)
     facts: list[dict[str, Any]] = field(default_factory=list)
     omissions: list[dict[str, str]] = field(default_factory=list)
-
-
-def _git(repo: Path, *args: str) -> str | None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update({"GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat", "LC_ALL": "C"})
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(repo), *args],
-            capture_output=True,
-            timeout=GIT_TIMEOUT,
-            env=env,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode != 0:
-        return None
-    return done.stdout.decode("utf-8", "replace")
 
 
 def scrub_remote(url: str) -> str:
@@ -98,51 +81,43 @@ def scrub_remote(url: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
 
 
-def git_evidence(repo: Path, base: str | None) -> GitEvidence:
-    """Remote, base, head, tree and diff of ``repo`` (omissions for what is missing)."""
-    if _git(repo, "rev-parse", "--is-inside-work-tree") is None:
-        return GitEvidence(
+def repository_parts(evidence: GitEvidence) -> RepositoryParts:
+    """Remote, base, head, tree and diff from ``evidence`` (omissions for what is missing);
+    a requested base that names no commit is refused (:class:`BadInput`)."""
+    if not evidence.repository:
+        return RepositoryParts(
             {"remote": None, "base": None, "head": None, "tree": None, "diff": None, "dirty": None},
-            omissions=[{"part": "repository", "reason": f"{repo} is not a git work tree"}],
+            omissions=[
+                {"part": "repository", "reason": f"{evidence.workspace} is not a git work tree"}
+            ],
         )
-    ev = GitEvidence({})
-    remotes = (_git(repo, "remote") or "").split()
-    remote = None
-    if remotes:
-        name = "origin" if "origin" in remotes else remotes[0]
-        got = _git(repo, "remote", "get-url", name)
-        remote = scrub_remote(got.strip()) if got else None
+    ev = RepositoryParts({})
+    remote = scrub_remote(evidence.remote_url) if evidence.remote_url else None
     if remote is None:
         ev.omissions.append({"part": "repository.remote", "reason": "no git remote configured"})
-    head = (_git(repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}") or "").strip() or None
-    tree = (_git(repo, "rev-parse", "--verify", "--quiet", "HEAD^{tree}") or "").strip() or None
+    head = evidence.head
+    tree = evidence.tree
     if head is None:
         ev.omissions.append({"part": "repository.head", "reason": "the repository has no commit"})
+    base = evidence.requested_base
     base_oid: str | None = None
     if base is not None:
         if base.startswith("-"):
             raise BadInput(f"--base: {base!r} is not a git revision")
-        base_oid = _git(repo, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}") or ""
-        base_oid = base_oid.strip() or None
+        base_oid = evidence.requested_base_commit
         if base_oid is None:
-            raise BadInput(f"--base: {base!r} does not name a commit in {repo}")
+            raise BadInput(f"--base: {base!r} does not name a commit in {evidence.workspace}")
     else:
         ev.omissions.append({"part": "repository.base", "reason": "no --base given"})
-    against = base_oid or head
     diff = None
-    if against is not None:
-        diffstat = _git(repo, "diff", "--stat", against) or ""
-        names = _git(repo, "diff", "--name-status", "--no-renames", against) or ""
-        patch = _git(repo, "diff", "--binary", against) or ""
-        files = []
-        for line in names.splitlines():
-            change, _, path = line.partition("\t")
-            if path:
-                files.append({"path": path, "status": change})
+    if evidence.diff is not None:
+        against = evidence.diff.against
+        patch_digest = evidence.diff.patch_sha256
         diff = {
-            "stat": diffstat[:20000],
-            "files": files[:5000],
-            "patchDigest": hashlib.sha256(patch.encode("utf-8")).hexdigest(),
+            "stat": (evidence.diff.stat or "")[:20000],
+            "files": [{"path": f.path, "status": f.status} for f in evidence.diff.files][:5000],
+            # A patch git could not produce is digested as an empty one, as it always was.
+            "patchDigest": _EMPTY_SHA256 if patch_digest is None else patch_digest,
         }
         ev.artifacts.append(
             {
@@ -152,14 +127,13 @@ def git_evidence(repo: Path, base: str | None) -> GitEvidence:
                 "ref": f"git diff {against[:12]} (work tree)",
             }
         )
-    status = _git(repo, "status", "--porcelain")
     ev.repository = {
         "remote": remote,
         "base": base_oid,
         "head": head,
         "tree": tree,
         "diff": diff,
-        "dirty": None if status is None else bool(status.strip()),
+        "dirty": evidence.dirty,
     }
     if head is not None:
         ev.artifacts.append(
@@ -202,8 +176,7 @@ def build_payload(
     ledger: Ledger,
     node: str,
     *,
-    repo: Path,
-    base: str | None,
+    evidence: GitEvidence,
     agent: dict[str, Any] | None,
     now: datetime,
 ) -> dict[str, Any]:
@@ -221,7 +194,7 @@ def build_payload(
     episodes = [e for e in ledger.episodes(node) if e.state == "OPEN"]
     effects = ledger.effects(node)
     omissions: list[dict[str, str]] = []
-    git = git_evidence(repo, base)
+    git = repository_parts(evidence)
     omissions += git.omissions
     artifacts = list(git.artifacts)
     facts = list(git.facts)

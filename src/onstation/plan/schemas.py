@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
-from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped]
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs shipped
+from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped]  # no stubs
 from referencing import Registry, Resource
 
 from onstation.plan.resources import read_json

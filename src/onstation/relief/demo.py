@@ -84,9 +84,9 @@ TEAM = [
 
 
 def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **GIT_ENV}, check=True)  # fmt: skip
-    return done.stdout.strip()
+    from onstation.harness.evidence import git
+
+    return git(cwd, *args, check=True, env=GIT_ENV)  # a fixed identity for the scratch commits
 
 
 def _onstation() -> str:

@@ -22,8 +22,8 @@ from typing import Any
 
 from onstation.core.errors import BadInput, BlockedByPolicy, Conflict, StaleGeneration
 from onstation.core.names import validate_name
+from onstation.harness.evidence import GitEvidence, collect
 from onstation.harness.files import write_inside
-from onstation.harness.git import GitEvidence, collect
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import HarnessLedger
 
@@ -109,12 +109,12 @@ def _git_json(evidence: GitEvidence) -> dict[str, Any]:
         "repository": evidence.repository,
         "branch": evidence.branch,
         "head": evidence.head,
-        "base": evidence.base,
-        "base_commit": evidence.base_commit,
-        "remote": evidence.remote,
-        "changed_files": evidence.changed_files,
-        "untracked_files": evidence.untracked_files,
-        "dirty": evidence.dirty,
+        "base": evidence.base_ref,
+        "base_commit": evidence.merge_base,
+        "remote": evidence.remote_url if evidence.remote_name == "origin" else None,
+        "changed_files": list(evidence.changed_files),
+        "untracked_files": list(evidence.untracked_files),
+        "dirty": evidence.dirty is True,
     }
 
 
@@ -128,15 +128,10 @@ def workspace_of(records: HarnessLedger, node: str, explicit: str | None) -> str
         if not Path(explicit).is_dir():
             raise BadInput(f"--workspace: {explicit} is not a directory")
         return explicit
-    bound = records.ledger._read(
-        lambda tx, _now: tx.one(
-            "SELECT path FROM workspace_binding WHERE node = ? ORDER BY bound_at DESC LIMIT 1",
-            (node,),
-        )
-    )
+    bound = records.workspace_of(node)
     if bound is None:
         raise BadInput(f"{node} has no bound workspace; give --workspace DIR")
-    return str(bound[0])
+    return bound
 
 
 def write_brief(
@@ -165,7 +160,7 @@ def write_brief(
     late = generation is not None and not is_current_body(ledger, node, generation)
     where = workspace_of(records, node, workspace)
     evidence = collect(where, base)
-    now = ledger._clock()
+    now = ledger.now()
     fill = records.latest_fill(node)
     episodes = [e for e in ledger.episodes(node) if e.state == "OPEN"]
     effects = ledger.effects(node)
@@ -412,7 +407,7 @@ def write_manifest(
     if generation is not None and not is_current_body(ledger, node, generation):
         ledger.guard(node, generation=generation, action="manifest write")  # records a denial
     where = workspace_of(records, node, workspace)
-    now = ledger._clock()
+    now = ledger.now()
     fill = records.latest_fill(node)
     respawn = ledger.respawn_status(node, kind="coordinator")
     coordinator = f"coord-{l3}-{pun}"

@@ -153,7 +153,7 @@ class HookRunner:
         lease = self.ledger.live_lease(session.node)
         if lease is None or lease.lease_id != session.lease_id:
             return
-        left = lease.expires_at - self.ledger._clock()
+        left = lease.expires_at - self.ledger.now()
         # A successor being challenged heartbeats on every hook call: that is its heartbeat
         # witness. Otherwise renew only when the lease runs low.
         if left < RENEW_WHEN_LEFT or self._provisional_birth(session) is not None:
@@ -196,7 +196,7 @@ class HookRunner:
         if birth.launch_witness is None:
             # Hooks are run by the harness process itself: that process is the body.
             seen = witnesses.observe(os.getppid(), nonce=str(birth.challenge.get("nonce")),
-                                     observed_at=self.ledger._clock().isoformat())  # fmt: skip
+                                     observed_at=self.ledger.now().isoformat())  # fmt: skip
             if seen is not None:
                 ReliefLedger(self.ledger).set_launch_witness(
                     session.node, session.generation, seen.to_json()
@@ -403,13 +403,10 @@ class HookRunner:
         session = admission.session
         trigger = payload.get("trigger") if isinstance(payload.get("trigger"), str) else None
 
-        def record(tx: Any, now: int) -> None:
-            self.ledger._event(tx, now, node=session.node, kind="hull.precompact",
-                               generation=session.generation,
-                               actor=f"{self.harness} session {session.session_id}",
-                               trigger=trigger, admitted=admission.admitted)  # fmt: skip
-
-        self.ledger._write(record)
+        with self.ledger.transaction() as unit:
+            unit.event(node=session.node, kind="hull.precompact", generation=session.generation,
+                       actor=f"{self.harness} session {session.session_id}", trigger=trigger,
+                       admitted=admission.admitted)  # fmt: skip
         return HookAnswer()
 
     def on_session_end(self, admission: Admission, payload: dict[str, Any]) -> HookAnswer:

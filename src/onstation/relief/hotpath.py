@@ -18,6 +18,8 @@ import os
 import sqlite3
 import time
 
+from onstation.ledger import fastpath as queries
+
 TYPE_CHECKING = False  # typing costs import time on the hook hot path
 if TYPE_CHECKING:
     from typing import Any
@@ -39,41 +41,15 @@ NOT_HANDLED = object()
 
 
 def _sqlite_path(url: str | None) -> str | None:
-    """The SQLite file a ledger URL names, or None for PostgreSQL (full path).
+    """The SQLite file a ledger URL names, or None for PostgreSQL or a malformed URL (both
+    are the full path's to handle)."""
+    from onstation.core.errors import BadInput
+    from onstation.ledger.urls import sqlite_file
 
-    Mirrors ``onstation.ledger.backends.parse_url``: importing anything under
-    ``onstation.ledger`` loads the whole ledger, which this path exists to avoid.
-    """
-    if url is None:
-        base = os.environ.get("XDG_STATE_HOME") or os.path.join(
-            os.path.expanduser("~"), ".local", "state"
-        )
-        return os.path.join(base, "onstation", "ledger.db")
-    lowered = url.lower()
-    if lowered.startswith(("postgresql://", "postgres://")) or (
-        "://" in url and not lowered.startswith("sqlite:")
-    ):
+    try:
+        return sqlite_file(url)
+    except BadInput:
         return None
-    if lowered.startswith("sqlite:"):
-        url = url[len("sqlite:") :]
-        if url.startswith("//"):
-            url = url[2:]
-    return os.path.expanduser(url) or None
-
-
-def _workspace_node(conn: sqlite3.Connection, cwd: str) -> str | None:
-    """``HarnessLedger.node_for_workspace`` in plain sqlite3 (see :func:`_sqlite_path`)."""
-    real = os.path.realpath(cwd)
-    candidates = [real]
-    parent = os.path.dirname(real)
-    while parent and parent != candidates[-1]:
-        candidates.append(parent)
-        parent = os.path.dirname(parent)
-    marks = ", ".join("?" for _ in candidates)
-    rows = conn.execute(
-        f"SELECT path, node FROM workspace_binding WHERE path IN ({marks})", candidates
-    ).fetchall()
-    return str(max(rows, key=lambda r: len(r[0]))[1]) if rows else None
 
 
 def _effect_capable(
@@ -174,13 +150,9 @@ def _answer(
 ) -> object:
     reading: Any = None
     cursor_json: str | None = None
-    row = conn.execute(
-        "SELECT s.telemetry_cursor, s.state, s.generation, n.generation FROM body_session s "
-        "JOIN agent_node n ON n.name = s.node WHERE s.session_id = ?",
-        (session_id,),
-    ).fetchone()
+    row = conn.execute(queries.SESSION_CURSOR, (session_id,)).fetchone()
     if row is None:
-        if not config.get("node") and _workspace_node(conn, cwd) is None:
+        if not config.get("node") and queries.workspace_node(conn, cwd) is None:
             return None  # an unmanaged workspace: nothing to record, nothing to say
         return NOT_HANDLED
     if event == "PreToolUse":
@@ -195,15 +167,7 @@ def _answer(
         reading, cursor_json = _read_transcript(harness, payload, row[0])
     conn.execute("BEGIN IMMEDIATE")
     try:
-        row = conn.execute(
-            "SELECT s.node, s.generation, s.state, s.harness, n.generation, l.state, "
-            "l.expires_at, t.tier FROM body_session s "
-            "JOIN agent_node n ON n.name = s.node "
-            "LEFT JOIN body_lease l ON l.lease_id = s.lease_id "
-            "LEFT JOIN telemetry t ON t.session_id = s.session_id "
-            "WHERE s.session_id = ?",
-            (session_id,),
-        ).fetchone()
+        row = conn.execute(queries.SESSION_STATE, (session_id,)).fetchone()
         now = time.time_ns() // 1000
         if (
             row is None
@@ -212,28 +176,19 @@ def _answer(
             or row[1] != row[4]
             or row[5] != "LIVE"
             or row[6] - now < _RENEW_WHEN_LEFT_US
-            or _workspace_node(conn, cwd) not in (None, row[0])
+            or queries.workspace_node(conn, cwd) not in (None, row[0])
         ):
             conn.execute("ROLLBACK")
             return NOT_HANDLED
-        pending = conn.execute(
-            "SELECT 1 FROM message WHERE recipient = ? AND delivered_at IS NULL "
-            "AND (generation IS NULL OR generation = ?) LIMIT 1",
-            (row[0], row[1]),
-        ).fetchone()
-        challenged = conn.execute(
-            "SELECT 1 FROM birth WHERE node = ? AND generation = ? AND state = 'PROVISIONAL'",
-            (row[0], row[1]),
-        ).fetchone()
+        pending = conn.execute(queries.PENDING_MESSAGE, (row[0], row[1])).fetchone()
+        challenged = conn.execute(queries.UNDER_CHALLENGE, (row[0], row[1])).fetchone()
         if challenged is not None:
             conn.execute("ROLLBACK")
             return NOT_HANDLED  # a successor under challenge heartbeats on the full path
         journaled = None
         if event == "PostToolUse" and isinstance(payload.get("tool_use_id"), str):
             # The result of a journaled effect is recorded by the full path.
-            journaled = conn.execute(
-                "SELECT 1 FROM tool_call WHERE tool_use_id = ?", (payload["tool_use_id"],)
-            ).fetchone()
+            journaled = conn.execute(queries.JOURNALED_CALL, (payload["tool_use_id"],)).fetchone()
         if pending is not None or journaled is not None:
             conn.execute("ROLLBACK")
             return NOT_HANDLED
@@ -251,16 +206,12 @@ def _answer(
                 conn.execute("ROLLBACK")
                 return NOT_HANDLED  # a tier change is recorded (once) by the full path
             conn.execute(
-                "UPDATE telemetry SET percent = ?, used_tokens = ?, window_tokens = ?, "
-                "source = ?, model = ?, reported_at = ? WHERE session_id = ?",
+                queries.UPDATE_TELEMETRY,
                 (reading.percent, reading.used_tokens, reading.window_tokens, reading.source,
                  reading.model, now, session_id),
             )  # fmt: skip
         if cursor_json is not None:
-            conn.execute(
-                "UPDATE body_session SET telemetry_cursor = ? WHERE session_id = ?",
-                (cursor_json, session_id),
-            )
+            conn.execute(queries.UPDATE_CURSOR, (cursor_json, session_id))
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:

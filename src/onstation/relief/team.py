@@ -84,7 +84,7 @@ def _dead(ledger: Ledger, node: str, handled: set[tuple[str, int]], witnesses: A
         seen = witnesses.check(witnesses.ProcessWitness.from_json(birth.launch_witness))
         if seen.gone:
             return "crash"
-    if lease.expires_at <= ledger._clock():
+    if lease.expires_at <= ledger.now():
         return "hang"
     return None
 

@@ -9,12 +9,11 @@ reports those through :meth:`Invariants.fail`.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from onstation.core.governor import RespawnPolicy
-from onstation.ledger import Ledger
+from onstation.ledger import Ledger, to_us
 
 #: Every invariant, by the name a failure prints.
 NAMES = (
@@ -61,23 +60,11 @@ class Invariants:
     def check(self, ledger: Ledger) -> None:
         """Read what was committed since the last check and test every rule against it."""
         cursor = self.cursor
-        rows: list[tuple[Any, ...]] = ledger._read(
-            lambda tx, _now: tx.all(
-                "SELECT seq, node, kind, generation, actor, detail, at FROM event "
-                "WHERE seq > ? ORDER BY seq",
-                (cursor,),
-            )
-        )
-        for seq, node, kind, generation, actor, detail, at in rows:
-            self.cursor = int(seq)
-            self._apply(node, kind, generation, actor, json.loads(detail), int(at))
-        lives: list[tuple[Any, ...]] = ledger._read(
-            lambda tx, _now: tx.all(
-                "SELECT node, count(*) FROM body_lease WHERE state = 'LIVE' "
-                "GROUP BY node HAVING count(*) > 1 ORDER BY node"
-            )
-        )
-        for node, count in lives:
+        for event in ledger.events_after(cursor):
+            self.cursor = event.seq
+            self._apply(event.node, event.kind, event.generation, event.actor, event.detail,
+                        to_us(event.at))  # fmt: skip
+        for node, count in ledger.multiple_live_leases().items():
             self.fail("one-live-lease", f"{node} has {count} LIVE leases")
 
     def _apply(self, node: str | None, kind: str, generation: int | None, actor: str,

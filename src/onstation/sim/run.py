@@ -13,19 +13,19 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 from onstation.core.effects import EffectState
 from onstation.core.errors import Conflict, OnstationError, StaleGeneration
 from onstation.core.governor import RespawnPolicy
-from onstation.ledger import Ledger
+from onstation.harness.evidence import git
+from onstation.ledger import Ledger, to_us
 from onstation.ledger.bodies import HarnessLedger
+from onstation.ledger.faults import PLANTS, planted
 from onstation.sim.invariants import Invariants
 from onstation.sim.world import BODY_TTL, FaultRates, SimLauncher, World
 
@@ -39,15 +39,6 @@ REQUIRED_COVERAGE = (
     "abandoned_relief_taken_over",
 )
 
-#: The deliberate bugs ``plant=`` applies (by monkeypatching, for one run only).
-PLANTS = (
-    "governor-extra-birth",
-    "reconcile-retries-ambiguous",
-    "guard-ignores-generation",
-    "fence-keeps-lease",
-    "breaker-forgets-on-restart",
-    "halt-ignored",
-)
 
 OPERATOR = "sim-operator"
 SUPERVISOR = "sim-supervisor"
@@ -108,73 +99,6 @@ class SimResult:
 
 
 # --------------------------------------------------------------------------------------------
-# planted bugs
-
-
-@contextlib.contextmanager
-def planted(name: str | None) -> Iterator[None]:
-    """Apply one deliberate bug for the duration of the block (None: the build as it is)."""
-    if name is None:
-        yield
-        return
-    import onstation.ledger.ledger as ledger_module
-    from onstation.core.effects import EffectAction, next_state
-    from onstation.core.governor import decide_respawn
-    from onstation.core.leases import judge_write
-
-    with contextlib.ExitStack() as stack:
-        if name == "governor-extra-birth":
-            real = decide_respawn  # what the ledger module imported
-
-            def lenient(policy: RespawnPolicy, counted: Any, now: Any, *,
-                        breaker_open: bool) -> Any:  # fmt: skip
-                wider = RespawnPolicy(limit=policy.limit + 1, window=policy.window)
-                return real(wider, counted, now, breaker_open=breaker_open)
-
-            stack.enter_context(mock.patch.object(ledger_module, "decide_respawn", lenient))
-        elif name == "reconcile-retries-ambiguous":
-            real_next = next_state
-
-            def retry(action: EffectAction, current: EffectState) -> EffectState | None:
-                if action is EffectAction.RECONCILE and current is EffectState.DISPATCHED:
-                    return EffectState.FAILED_BEFORE_DISPATCH  # "it probably never went out"
-                return real_next(action, current)
-
-            stack.enter_context(mock.patch.object(ledger_module, "next_state", retry))
-        elif name == "guard-ignores-generation":
-            real_judge = judge_write
-
-            def lax(*, presented: int, current: int, **rest: Any) -> Any:
-                return real_judge(presented=current, current=current, **rest)
-
-            stack.enter_context(mock.patch.object(ledger_module, "judge_write", lax))
-        elif name == "fence-keeps-lease":
-
-            def keep(tx: Any, now: int, node: str, expect: int, reason: str) -> Any:
-                row = tx.one("UPDATE agent_node SET generation = generation + 1 "
-                             "WHERE name = ? AND generation = ? RETURNING generation",
-                             (node, expect))  # fmt: skip
-                return row, [], []
-
-            stack.enter_context(mock.patch.object(Ledger, "_fence_statements", staticmethod(keep)))
-        elif name == "breaker-forgets-on-restart":
-            real_open = Ledger.open.__func__  # type: ignore[attr-defined]
-
-            def forgetful(cls: type[Ledger], *args: Any, **kwargs: Any) -> Ledger:
-                opened: Ledger = real_open(cls, *args, **kwargs)
-                opened._write(lambda tx, _now: tx.run(
-                    "UPDATE agent_node SET breaker_open = 0, breaker_reason = NULL"))  # fmt: skip
-                return opened
-
-            stack.enter_context(mock.patch.object(Ledger, "open", classmethod(forgetful)))
-        elif name == "halt-ignored":
-            stack.enter_context(mock.patch.object(Ledger, "_refuse_if_halted", return_value=None))
-        else:
-            raise ValueError(f"unknown plant {name!r}; one of {', '.join(PLANTS)}")
-        yield
-
-
-# --------------------------------------------------------------------------------------------
 # one seed
 
 
@@ -199,10 +123,8 @@ def _keys_dir(path: Path) -> Iterator[None]:
 
 def _git_repo(path: Path, agents: list[str]) -> None:
     path.mkdir()
-    env = {**os.environ, **GIT_ENV}
-    for argv in (["git", "init", "-q", "-b", "main"],
-                 ["git", "commit", "-q", "--allow-empty", "-m", "sim"]):  # fmt: skip
-        subprocess.run(argv, cwd=path, check=True, env=env, capture_output=True)
+    for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "sim"]):
+        git(path, *args, check=True, env=GIT_ENV)  # a fixed identity and date: same hashes
     for name in agents:
         (path / name).mkdir()
 
@@ -481,8 +403,8 @@ class _Run:
                     ledger.close()
 
     def digest(self) -> tuple[str, int]:
-        rows = self.ledger._read(lambda tx, _now: tx.all(
-            "SELECT seq, node, kind, generation, actor, at FROM event ORDER BY seq"))  # fmt: skip
+        rows = [(e.seq, e.node, e.kind, e.generation, e.actor, to_us(e.at))
+                for e in self.ledger.events_after(0)]  # fmt: skip
         # Session ids are uuid4s made inside onstation: the one part of a run a seed does not fix.
         text = _UUID.sub("<uuid>", "\n".join("|".join(str(v) for v in row) for row in rows))
         return hashlib.sha256(text.encode()).hexdigest(), len(rows)
@@ -600,3 +522,6 @@ def run_seeds(
             report.seeds_hit[name] = report.seeds_hit.get(name, 0) + 1
     report.coverage = dict(sorted(report.coverage.items()))
     return report
+
+
+__all__ = ["PLANTS", "REQUIRED_COVERAGE", "SeedsReport", "SimResult", "run_seeds", "simulate"]

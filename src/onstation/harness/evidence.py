@@ -1,0 +1,221 @@
+"""The one way onstation runs git, and the git evidence it collects about a workspace.
+
+:func:`git` is the only git runner of the relief, plan and simulation code (the effect
+classifier and the fake agent keep their own for now). Its policy, for every call:
+
+- **Timeout**: each call is bounded (``timeout``, default :data:`GIT_TIMEOUT` seconds). On
+  expiry the whole process group is killed (git runs in a new session, so a pager, a
+  credential helper or an alias's shell command cannot outlive the call).
+- **No prompt, no terminal**: stdin is ``/dev/null``, the process has no controlling
+  terminal (new session) and ``GIT_TERMINAL_PROMPT=0``, so a credential or passphrase prompt
+  fails at once instead of waiting for someone to type.
+- **No pager**: output is captured and ``GIT_PAGER=cat``, whatever ``core.pager`` says.
+- **Environment**: the caller's environment minus every inherited ``GIT_*`` variable (a
+  ``GIT_DIR``, ``GIT_WORK_TREE`` or ``GIT_INDEX_FILE`` left by an enclosing git hook would
+  otherwise point git at another repository), plus ``GIT_TERMINAL_PROMPT=0``,
+  ``GIT_PAGER=cat``, ``GIT_OPTIONAL_LOCKS=0`` (a read does not take the index lock another
+  git holds) and ``LC_ALL=C`` (messages and formats do not vary with the locale), plus
+  whatever the caller passes explicitly in ``env`` (e.g. a fixed author identity for a
+  scratch repository's commits). Configuration files are read as git normally reads them.
+- **Output**: stdout decoded as UTF-8 (undecodable bytes replaced), stripped unless
+  ``strip=False``.
+- **Failure**: by default a failed, timed-out or unstartable git answers None (evidence
+  that git could not give is missing, never guessed); with ``check=True`` it raises
+  (:class:`subprocess.CalledProcessError`, :class:`subprocess.TimeoutExpired`,
+  :class:`OSError`), for setting up scratch repositories.
+
+:func:`collect` asks git, read-only, everything onstation's briefs, manifests and capsules
+use, and returns it as the plan layer's :class:`~onstation.plan.evidence.GitEvidence`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal, overload
+
+from onstation.plan.evidence import DiffEntry, GitEvidence, WorkTreeDiff
+
+__all__ = ["GIT_TIMEOUT", "DiffEntry", "GitEvidence", "WorkTreeDiff", "collect", "git"]
+
+GIT_TIMEOUT = 30.0
+_POLICY_ENV = {
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_PAGER": "cat",
+    "GIT_OPTIONAL_LOCKS": "0",
+    "LC_ALL": "C",
+}
+
+
+def git_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment :func:`git` runs in (see the module docstring), ``env`` on top."""
+    out = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    out.update(_POLICY_ENV)
+    out.update(env or {})
+    return out
+
+
+@overload
+def git(
+    cwd: str | os.PathLike[str],
+    *args: str,
+    check: Literal[True],
+    strip: bool = ...,
+    timeout: float = ...,
+    env: Mapping[str, str] | None = ...,
+) -> str: ...
+
+
+@overload
+def git(
+    cwd: str | os.PathLike[str],
+    *args: str,
+    check: Literal[False] = ...,
+    strip: bool = ...,
+    timeout: float = ...,
+    env: Mapping[str, str] | None = ...,
+) -> str | None: ...
+
+
+def git(
+    cwd: str | os.PathLike[str],
+    *args: str,
+    check: bool = False,
+    strip: bool = True,
+    timeout: float = GIT_TIMEOUT,
+    env: Mapping[str, str] | None = None,
+) -> str | None:
+    """The stdout of ``git -C cwd ARGS`` under the module's policy, or None when git fails
+    (raises instead with ``check=True``); ``env`` is added to the policy environment."""
+    argv = ["git", "-C", os.fspath(cwd), *args]
+    try:
+        code, out, err = _run(argv, timeout, git_environment(env))
+    except (OSError, subprocess.TimeoutExpired):
+        if check:
+            raise
+        return None
+    if code != 0:
+        if check:
+            raise subprocess.CalledProcessError(code, argv, out, err)
+        return None
+    return out.strip() if strip else out
+
+
+def _run(argv: list[str], timeout: float, env: dict[str, str]) -> tuple[int, str, str]:
+    with subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException:  # the timeout, or Ctrl-C: nothing git started may stay behind
+            # The new session's process group: git and whatever it started (pager, helper).
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.kill()
+            # Not read on: a child that left the group could hold the pipes open forever.
+            raise
+    return (
+        proc.returncode,
+        out.decode("utf-8", "replace"),
+        err.decode("utf-8", "replace"),
+    )
+
+
+def _line(cwd: str, *args: str) -> str | None:
+    """A one-line answer, None when git fails or prints nothing."""
+    return git(cwd, *args) or None
+
+
+def _names(out: str | None) -> tuple[str, ...]:
+    return tuple(sorted(n for n in (out or "").splitlines() if n))
+
+
+def collect(workspace: str | os.PathLike[str], base: str | None = None) -> GitEvidence:
+    """Everything git can say, read-only, about ``workspace`` (see
+    :class:`~onstation.plan.evidence.GitEvidence` for what each field means).
+
+    ``base`` is the base of the work when the caller knows it; without it the brief's base
+    is found (upstream, else ``main`` / ``master``, else HEAD) and the capsule's diff is
+    taken against HEAD. A ``base`` that names no commit is recorded, not refused: refusing
+    is the reader's decision.
+    """
+    ws = str(Path(workspace))
+    if git(ws, "rev-parse", "--is-inside-work-tree") != "true":
+        return GitEvidence(workspace=ws, repository=False, requested_base=base)
+    branch = git(ws, "symbolic-ref", "--short", "-q", "HEAD")
+    head = _line(ws, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    tree = _line(ws, "rev-parse", "--verify", "--quiet", "HEAD^{tree}")
+
+    requested_commit = None
+    if base is not None and not base.startswith("-"):  # never an option to git
+        requested_commit = _line(ws, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
+
+    chosen = base
+    if chosen is None:
+        chosen = git(ws, "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}")
+    if chosen is None:
+        for candidate in ("main", "master"):
+            if candidate != branch and git(ws, "rev-parse", "--verify", "-q", candidate):
+                chosen = candidate
+                break
+    merge_base = None
+    if chosen is not None and head is not None and not chosen.startswith("-"):
+        merge_base = git(ws, "merge-base", chosen, "HEAD")
+    if merge_base is None and head is not None:
+        merge_base, chosen = head, chosen or "HEAD"
+    changed: tuple[str, ...] = ()
+    if merge_base is not None:
+        changed = _names(git(ws, "diff", "--name-only", merge_base))
+    untracked = _names(git(ws, "ls-files", "--others", "--exclude-standard"))
+
+    diff = None
+    against = requested_commit or head
+    if against is not None:
+        stat = git(ws, "diff", "--stat", against, strip=False)
+        names = git(ws, "diff", "--name-status", "--no-renames", against, strip=False)
+        patch = git(ws, "diff", "--binary", against, strip=False)
+        files = []
+        for entry in (names or "").splitlines():
+            change, _, path = entry.partition("\t")
+            if path:
+                files.append(DiffEntry(path=path, status=change))
+        diff = WorkTreeDiff(
+            against=against,
+            stat=stat,
+            files=tuple(files),
+            patch_sha256=None
+            if patch is None
+            else hashlib.sha256(patch.encode("utf-8")).hexdigest(),
+        )
+
+    status = git(ws, "status", "--porcelain")
+    remotes = (git(ws, "remote") or "").split()
+    remote_name = ("origin" if "origin" in remotes else remotes[0]) if remotes else None
+    remote_url = None if remote_name is None else _line(ws, "remote", "get-url", remote_name)
+    return GitEvidence(
+        workspace=ws,
+        repository=True,
+        branch=branch,
+        head=head,
+        tree=tree,
+        base_ref=chosen,
+        merge_base=merge_base,
+        requested_base=base,
+        requested_base_commit=requested_commit,
+        remote_name=remote_name,
+        remote_url=remote_url,
+        changed_files=changed,
+        untracked_files=untracked,
+        dirty=None if status is None else bool(status),
+        diff=diff,
+    )

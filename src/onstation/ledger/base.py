@@ -1,0 +1,524 @@
+"""The ledger's shared base: connection, clock, transactions, row readers and the generation
+guard that every write on behalf of a body passes through.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Self, TypeVar
+
+from onstation.core.effects import (
+    EffectState,
+)
+from onstation.core.errors import (
+    BadInput,
+    BlockedByPolicy,
+    Conflict,
+    OnstationError,
+    StaleGeneration,
+)
+from onstation.core.governor import RespawnPolicy
+from onstation.core.leases import GuardOutcome, LeaseState, judge_write
+from onstation.core.types import (
+    AgentNode,
+    BodyLease,
+    Effect,
+    Halt,
+)
+from onstation.ledger.backends import Backend, Row, Tx, open_backend
+
+T = TypeVar("T")
+Clock = Callable[[], datetime]
+
+DEFAULT_LEASE_TTL = timedelta(hours=1)
+MAX_LEASE_TTL = timedelta(days=30)
+
+_NODE_COLUMNS = "name, role, spawner, generation, state, created_at, breaker_open, breaker_reason"
+_LEASE_COLUMNS = (
+    "l.lease_id, l.node, l.generation, l.state, l.holder, l.acquired_at, l.renewed_at, "
+    "l.expires_at, l.ended_at, l.end_reason, l.lease_id"
+)
+_LEASE_FROM = "body_lease l"
+_EFFECT_COLUMNS = (
+    "effect_id, node, generation, fingerprint, operation, destination, arguments, "
+    "approval_slot, caller_ref, state, result, created_at, updated_at, resolved_by, resolution, "
+    "repeat_of, repeat_reason"
+)
+
+
+#: What a counted respawn is: a coordinator's self-respawn, or a relief of a body.
+RESPAWN_KINDS = ("coordinator", "relief")
+
+
+def system_clock() -> datetime:
+    """The ledger's default clock: timezone-aware UTC wall time."""
+    return datetime.now(UTC)
+
+
+def to_us(moment: datetime) -> int:
+    """A timezone-aware instant as integer microseconds since the epoch."""
+    if moment.tzinfo is None:
+        raise BadInput("time must be timezone-aware")
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_us(value: int | None) -> datetime | None:
+    """Integer microseconds since the epoch as an aware UTC datetime (None stays None)."""
+    if value is None:
+        return None
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=int(value))
+
+
+def _at(value: int) -> datetime:
+    moment = from_us(value)
+    assert moment is not None
+    return moment
+
+
+class _CommitThenRaise(Exception):
+    """Raised inside a transaction body: commit what was written (a denial), then raise."""
+
+    def __init__(self, error: OnstationError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+@dataclass(frozen=True)
+class _Guarded:
+    node: AgentNode
+    lease: BodyLease
+
+
+class _UnitReplayChanged(Exception):
+    """A refused write, replayed after its unit was rolled back, was no longer refused."""
+
+
+def unit_refusal(error: OnstationError) -> Callable[[Tx, int], Any] | None:
+    """The write whose refusal ended a unit of work, to replay for its receipt (or None)."""
+    body = error.__dict__.get("_unit_refusal")
+    return body if callable(body) else None
+
+
+class UnitOfWork:
+    """One open ledger transaction, as :meth:`LedgerBase.transaction` yields it."""
+
+    def __init__(self, ledger: LedgerBase, tx: Tx, stamp: int) -> None:
+        self._ledger = ledger
+        self.tx = tx
+        self.stamp = stamp
+
+    @property
+    def now(self) -> datetime:
+        """The one time every write of this unit is stamped with."""
+        return _at(self.stamp)
+
+    def event(
+        self, *, node: str | None, kind: str, generation: int | None, actor: str, **detail: Any
+    ) -> None:
+        """Append one event to the history, committed with the rest of the unit."""
+        self._ledger._event(self.tx, self.stamp, node=node, kind=kind, generation=generation,
+                            actor=actor, **detail)  # fmt: skip
+
+
+class LedgerBase:
+    """The ledger's connection, clock and transaction plumbing, shared by every aggregate.
+
+    Each aggregate (nodes, leases, effects, governance) is a subclass adding its operations;
+    :class:`onstation.ledger.Ledger` combines them. Private helpers here (``_write``,
+    ``_read``, ``_event``, the row readers and the generation guard) are for the ledger
+    package only; outside it, :meth:`transaction` is the unit of work.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        clock: Clock = system_clock,
+        respawn_policy: RespawnPolicy | None = None,
+        relief_policy: RespawnPolicy | None = None,
+    ) -> None:
+        self.backend = backend
+        self._clock = clock
+        self._unit: UnitOfWork | None = None
+        #: The coordinator procedure's cap on self-respawns (3 per 24 h by default).
+        self.respawn_policy = respawn_policy or RespawnPolicy()
+        #: Births per window for bodies relieved by their lead or an operator; the same numbers
+        #: as the coordinator cap unless configured, but counted apart from it.
+        self.relief_policy = relief_policy or self.respawn_policy
+
+    @classmethod
+    def open(
+        cls,
+        url: str | None = None,
+        *,
+        clock: Clock = system_clock,
+        respawn_policy: RespawnPolicy | None = None,
+        relief_policy: RespawnPolicy | None = None,
+        create: bool = True,
+    ) -> Self:
+        """Open the ledger a URL names: a SQLite path (default) or a ``postgresql://`` URL.
+
+        ``create=False`` refuses a ledger that does not exist instead of creating it."""
+        return cls(open_backend(url, create=create), clock=clock, respawn_policy=respawn_policy,
+                   relief_policy=relief_policy)  # fmt: skip
+
+    def close(self) -> None:
+        """Release the connection."""
+        self.backend.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------------------------------
+    # transaction plumbing
+
+    def now(self) -> datetime:
+        """The ledger's clock (wall time, UTC): the time its records are stamped with."""
+        return self._clock()
+
+    def _now(self) -> int:
+        return to_us(self._clock())
+
+    @contextmanager
+    def transaction(self) -> Iterator[UnitOfWork]:
+        """A unit of work: every ledger write made inside the block commits together or not
+        at all, stamped with one time.
+
+        Use it for what must never be seen half done (a tier event and the message it
+        causes). Ledger methods called inside the block join it, on this ledger object.
+        A write refused inside the block (a stale generation, a blocked respawn) ends it:
+        what the block wrote is rolled back, the refusal's receipt is committed on its own,
+        and the refusal is raised. A concurrent-writer conflict is raised as
+        :class:`~onstation.core.errors.Conflict` for the caller to run the block again.
+        """
+        if self._unit is not None:
+            yield self._unit  # already inside one: the outer block decides
+            return
+        try:
+            with self.backend.write() as tx:
+                unit = UnitOfWork(self, tx, self._now())
+                self._unit = unit
+                try:
+                    yield unit
+                finally:
+                    self._unit = None
+        except OnstationError as error:
+            if unit_refusal(error) is not None:
+                self._replay_refusal(error)
+            raise
+        except Exception as exc:
+            if self.backend.is_retryable(exc) or self.backend.is_integrity_error(exc):
+                raise Conflict(f"lost a race with a concurrent writer: {exc}") from exc
+            raise
+
+    def _replay_refusal(self, error: OnstationError) -> None:
+        """Commit, on its own, the receipt of a write refused inside a rolled-back unit."""
+        body = unit_refusal(error)
+        assert body is not None
+
+        def replay(tx: Tx, now: int) -> None:
+            body(tx, now)
+            # The refusal did not happen again (the state moved on): write nothing alone.
+            raise _UnitReplayChanged
+
+        try:
+            self._write(replay)
+        except _UnitReplayChanged:
+            raise Conflict(
+                "the ledger changed under a refused unit of work; run it again"
+            ) from None
+
+    def _write(self, body: Callable[[Tx, int], T]) -> T:
+        unit = self._unit
+        if unit is not None:
+            try:
+                return body(unit.tx, unit.stamp)
+            except _CommitThenRaise as deferred:
+                # Kept in this transaction when the block handles the refusal and goes on;
+                # replayed alone when the refusal ends the block (see :meth:`transaction`).
+                deferred.error.__dict__["_unit_refusal"] = body
+                raise deferred.error from None
+        attempt = 0
+        while True:
+            pending: OnstationError | None = None
+            try:
+                with self.backend.write() as tx:
+                    now = self._now()
+                    try:
+                        result = body(tx, now)
+                    except _CommitThenRaise as deferred:
+                        pending = deferred.error
+            except _UnitReplayChanged:
+                raise
+            except OnstationError:
+                raise
+            except Exception as exc:
+                if self.backend.is_retryable(exc) and attempt < 10:
+                    attempt += 1
+                    self.backend.retry_pause(attempt)
+                    continue
+                if self.backend.is_integrity_error(exc):
+                    raise Conflict(f"lost a race with a concurrent writer: {exc}") from exc
+                raise
+            if pending is not None:
+                raise pending
+            return result
+
+    def _read(self, body: Callable[[Tx, int], T]) -> T:
+        unit = self._unit
+        if unit is not None:
+            return body(unit.tx, unit.stamp)  # a unit of work reads what it has written
+        with self.backend.read() as tx:
+            return body(tx, self._now())
+
+    def _event(
+        self,
+        tx: Tx,
+        now: int,
+        *,
+        node: str | None,
+        kind: str,
+        generation: int | None,
+        actor: str,
+        **detail: Any,
+    ) -> None:
+        tx.send(
+            "INSERT INTO event (node, kind, generation, actor, detail, at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (node, kind, generation, actor, json.dumps(detail, sort_keys=True), now),
+        )
+
+    # ----------------------------------------------------------------------------------------
+    # rows -> records
+
+    @staticmethod
+    def _node(row: Row) -> AgentNode:
+        return AgentNode(
+            node=row[0],
+            role=row[1],
+            spawner=row[2],
+            generation=int(row[3]),
+            state=row[4],
+            created_at=_at(row[5]),
+            breaker_open=bool(row[6]),
+            breaker_reason=row[7],
+        )
+
+    @staticmethod
+    def _lease(row: Row) -> BodyLease:
+        return BodyLease(
+            lease_id=int(row[0]),
+            node=row[1],
+            generation=int(row[2]),
+            state=LeaseState(row[3]),
+            holder=row[4],
+            acquired_at=_at(row[5]),
+            renewed_at=_at(row[6]),
+            expires_at=_at(row[7]),
+            ended_at=from_us(row[8]),
+            end_reason=row[9],
+            run_id=None if row[10] is None else int(row[10]),
+        )
+
+    @staticmethod
+    def _effect(row: Row) -> Effect:
+        return Effect(
+            effect_id=row[0],
+            node=row[1],
+            generation=int(row[2]),
+            fingerprint=row[3],
+            operation=row[4],
+            destination=row[5],
+            arguments=json.loads(row[6]),
+            approval_slot=row[7],
+            caller_ref=row[8],
+            state=EffectState(row[9]),
+            result=None if row[10] is None else json.loads(row[10]),
+            created_at=_at(row[11]),
+            updated_at=_at(row[12]),
+            resolved_by=row[13],
+            resolution=row[14],
+            repeat_of=row[15],
+            repeat_reason=row[16],
+        )
+
+    def _lock_node(self, tx: Tx, name: str) -> AgentNode:
+        row = tx.one(
+            f"SELECT {_NODE_COLUMNS} FROM agent_node WHERE name = ?{self.backend.lock_rows}",
+            (name,),
+        )
+        if row is None:
+            raise BadInput(f"no such node {name!r}", node=name)
+        return self._node(row)
+
+    def _get_node(self, tx: Tx, name: str) -> AgentNode:
+        row = tx.one(f"SELECT {_NODE_COLUMNS} FROM agent_node WHERE name = ?", (name,))
+        if row is None:
+            raise BadInput(f"no such node {name!r}", node=name)
+        return self._node(row)
+
+    def _lease_for(self, tx: Tx, name: str, generation: int) -> BodyLease | None:
+        row = tx.one(
+            f"SELECT {_LEASE_COLUMNS} FROM {_LEASE_FROM} WHERE l.node = ? AND l.generation = ?",
+            (name, generation),
+        )
+        return None if row is None else self._lease(row)
+
+    def _active_halt(self, tx: Tx, name: str | None) -> Halt | None:
+        row = tx.one(
+            "SELECT halt_id, node, by, why, at, lifted_at, lifted_by FROM halt "
+            "WHERE lifted_at IS NULL AND (node IS NULL OR node = ?) ORDER BY halt_id LIMIT 1",
+            (name,),
+        )
+        return None if row is None else self._halt(row)
+
+    @staticmethod
+    def _halt(row: Row) -> Halt:
+        return Halt(
+            halt_id=int(row[0]),
+            node=row[1],
+            by=row[2],
+            why=row[3],
+            at=_at(row[4]),
+            lifted_at=from_us(row[5]),
+            lifted_by=row[6],
+        )
+
+    def _refuse_if_halted(self, tx: Tx, name: str, what: str) -> None:
+        self.backend.lock_gate(tx, exclusive=False)
+        halt = self._active_halt(tx, name)
+        if halt is not None:
+            scope = "global halt" if halt.node is None else f"halt on {halt.node}"
+            raise BlockedByPolicy(
+                f"{what} refused: {scope} by {halt.by} ({halt.why})",
+                node=name,
+                halt_id=halt.halt_id,
+                reason="halted",
+            )
+
+    # ----------------------------------------------------------------------------------------
+    # the generation guard
+
+    def _guard(self, tx: Tx, now: int, name: str, generation: int, action: str) -> _Guarded:
+        """Check a body's generation inside the writing transaction; record a denial if stale."""
+        _check_generation(generation, "generation")
+        node = self._lock_node(tx, name)
+        lease = self._lease_for(tx, name, node.generation)
+        outcome = judge_write(
+            presented=generation,
+            current=node.generation,
+            lease_state=None if lease is None else lease.state,
+            lease_expires_at=None if lease is None else lease.expires_at,
+            now=_at(now),
+        )
+        if outcome is GuardOutcome.ALLOWED:
+            assert lease is not None
+            return _Guarded(node, lease)
+        if (
+            outcome is GuardOutcome.LEASE_EXPIRED
+            and lease is not None
+            and lease.state is LeaseState.LIVE
+        ):
+            self._end_lease(tx, now, lease, LeaseState.EXPIRED, "ttl passed", actor="ledger")
+        row = tx.one(
+            "INSERT INTO denial (node, presented_generation, current_generation, action, reason,"
+            " at) VALUES (?, ?, ?, ?, ?, ?) RETURNING denial_id",
+            (name, generation, node.generation, action, outcome.value, now),
+        )
+        assert row is not None
+        self._event(
+            tx,
+            now,
+            node=name,
+            kind="write.denied",
+            generation=generation,
+            actor=f"{name}@{generation}",
+            action=action,
+            reason=outcome.value,
+            current_generation=node.generation,
+            denial_id=int(row[0]),
+        )
+        raise _CommitThenRaise(
+            StaleGeneration(
+                f"{name} generation {generation} may not act ({outcome.value}; "
+                f"current generation {node.generation})",
+                node=name,
+                presented_generation=generation,
+                current_generation=node.generation,
+                reason=outcome.value,
+                denial_id=int(row[0]),
+            )
+        )
+
+    def _require_effect_rights(
+        self, tx: Tx, now: int, node: str, generation: int, action: str
+    ) -> None:
+        """A successor launched by a relief acts only once its birth is RUNNING."""
+        row = tx.one(
+            "SELECT state FROM birth WHERE node = ? AND generation = ?", (node, generation)
+        )
+        if row is None or row[0] == "RUNNING":
+            return
+        reason = "successor not yet challenged" if row[0] == "PROVISIONAL" else "birth failed"
+        denial = tx.one(
+            "INSERT INTO denial (node, presented_generation, current_generation, action, reason,"
+            " at) VALUES (?, ?, ?, ?, ?, ?) RETURNING denial_id",
+            (node, generation, generation, action, reason, now),
+        )
+        assert denial is not None
+        self._event(tx, now, node=node, kind="write.denied", generation=generation,
+                    actor=f"{node}@{generation}", action=action, reason=reason,
+                    current_generation=generation, denial_id=int(denial[0]))  # fmt: skip
+        raise _CommitThenRaise(
+            StaleGeneration(
+                f"{node} generation {generation} has no effect rights yet ({reason})",
+                node=node, presented_generation=generation, current_generation=generation,
+                reason=reason, denial_id=int(denial[0]),
+            )
+        )  # fmt: skip
+
+    def _end_lease(
+        self, tx: Tx, now: int, lease: BodyLease, state: LeaseState, reason: str, *, actor: str
+    ) -> None:
+        tx.run(
+            "UPDATE body_lease SET state = ?, ended_at = ?, end_reason = ? "
+            "WHERE lease_id = ? AND state = 'LIVE'",
+            (state.value, now, reason, lease.lease_id),
+        )
+        self._event(
+            tx,
+            now,
+            node=lease.node,
+            kind=f"lease.{state.value.lower()}",
+            generation=lease.generation,
+            actor=actor,
+            lease_id=lease.lease_id,
+            reason=reason,
+        )
+
+
+#: Generations are signed 64-bit integers in both backends' columns.
+MAX_GENERATION = 2**63 - 1
+
+
+def _check_generation(value: int, field: str) -> None:
+    # Out of range would fail inside the database as an overflow; it is bad input, said so.
+    if not 1 <= value <= MAX_GENERATION:
+        raise BadInput(
+            f"{field}: must be between 1 and {MAX_GENERATION} (got {value})", field="generation"
+        )
+
+
+def _check_ttl(ttl: timedelta) -> None:
+    if ttl <= timedelta(0):
+        raise BadInput("--ttl: must be positive", field="ttl")
+    if ttl > MAX_LEASE_TTL:
+        raise BadInput(f"--ttl: at most {int(MAX_LEASE_TTL.total_seconds())} seconds", field="ttl")

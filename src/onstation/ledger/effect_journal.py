@@ -1,0 +1,422 @@
+"""The effect journal: intend, dispatch, observe, reconcile and resolve side effects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from onstation.core.canonical import JsonValue, canonical_bytes, loads_strict
+from onstation.core.effects import (
+    REINTENDABLE,
+    EffectAction,
+    EffectState,
+    effect_id_for,
+    effect_payload,
+    fingerprint,
+    identity_slot,
+    next_state,
+)
+from onstation.core.errors import (
+    BadInput,
+    Conflict,
+)
+from onstation.core.leases import GuardOutcome
+from onstation.core.names import validate_free_text, validate_name
+from onstation.core.types import (
+    Effect,
+    ReconcileReport,
+)
+from onstation.ledger.backends import Tx
+from onstation.ledger.base import (
+    _EFFECT_COLUMNS,
+    LedgerBase,
+)
+
+
+class EffectJournal(LedgerBase):
+    """The effect journal: intend, dispatch, observe, reconcile and resolve side effects."""
+
+    # ----------------------------------------------------------------------------------------
+    # effects
+
+    def intend_effect(
+        self,
+        node: str,
+        *,
+        generation: int,
+        operation: str,
+        destination: str,
+        arguments: JsonValue,
+        approval_slot: str | None = None,
+        caller_ref: str | None = None,
+        repeat_reason: str | None = None,
+    ) -> tuple[Effect, bool]:
+        """Record the intent to perform one logical effect; returns (effect, created).
+
+        The fingerprint is recomputed here over the effect's identity: node, operation,
+        destination and arguments. The same logical effect presented again, under any slot or
+        none, returns the existing record while it has not been dispatched, and is a
+        :class:`Conflict` once it has. Only a declared repeat (``approval_slot`` and
+        ``repeat_reason``) is recorded as a new effect naming the one it repeats, once per
+        slot: presenting that slot again finds that repeat.
+        """
+        validate_name(node, "node")
+        if approval_slot is not None:
+            validate_free_text(approval_slot, "slot", 256)
+        if repeat_reason is not None:
+            validate_free_text(repeat_reason, "--repeat-reason")
+        if caller_ref is not None:
+            validate_free_text(caller_ref, "caller reference", 256)
+        if isinstance(arguments, str):
+            arguments = loads_strict(arguments, "args")
+        repeat_slot = identity_slot(approval_slot, repeat_reason)
+        payload = effect_payload(
+            node=node, operation=operation, destination=destination, arguments=arguments,
+            approval_slot=None,
+        )  # fmt: skip
+        logical_print = fingerprint(
+            node=node, operation=operation, destination=destination, arguments=arguments,
+            approval_slot=None,
+        )  # fmt: skip
+        repeat_print = None
+        if repeat_slot is not None:
+            repeat_print = fingerprint(
+                node=node, operation=operation, destination=destination, arguments=arguments,
+                approval_slot=repeat_slot,
+            )  # fmt: skip
+        args_text = canonical_bytes(payload["arguments"]).decode("utf-8")
+        description = f"effect intend {payload['operation']} {payload['destination']}"
+
+        def logical_effect(tx: Tx) -> Effect | None:
+            row = tx.one(
+                f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE fingerprint = ?", (logical_print,)
+            )
+            if row is None:
+                # An effect recorded before schema 5 under a slot has the slot in its
+                # fingerprint; its identity columns still find it.
+                row = tx.one(
+                    f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE node = ? AND operation = ? "
+                    "AND destination = ? AND arguments = ? AND repeat_of IS NULL "
+                    "ORDER BY created_at, effect_id LIMIT 1",
+                    (node, payload["operation"], payload["destination"], args_text),
+                )
+            return None if row is None else self._effect(row)
+
+        def present_again(tx: Tx, now: int, existing: Effect) -> tuple[Effect, bool]:
+            if existing.state not in REINTENDABLE:
+                hint = ""
+                if approval_slot is not None and repeat_reason is None:
+                    hint = (
+                        f"; slot {approval_slot!r} alone does not make it a new effect "
+                        "(a deliberate repeat also needs --repeat-reason)"
+                    )
+                raise Conflict(
+                    f"effect {existing.effect_id} is this same logical effect and was already "
+                    f"dispatched (state {existing.state.value}); it is not recorded again{hint}",
+                    effect_id=existing.effect_id, state=existing.state.value,
+                    fingerprint=existing.fingerprint,
+                )  # fmt: skip
+            if existing.state is EffectState.INTENDED and existing.generation == generation:
+                return existing, False
+            tx.run(
+                "UPDATE effect SET state = 'INTENDED', generation = ?, updated_at = ?, "
+                "resolved_by = NULL, resolution = NULL WHERE effect_id = ?",
+                (generation, now, existing.effect_id),
+            )
+            self._event(tx, now, node=node, kind="effect.reintended", generation=generation,
+                        actor=f"{node}@{generation}", effect_id=existing.effect_id,
+                        previous_state=existing.state.value,
+                        previous_generation=existing.generation)  # fmt: skip
+            return self._load_effect(tx, existing.effect_id), False
+
+        def record(tx: Tx, now: int, print_: str, repeat_of: str | None) -> tuple[Effect, bool]:
+            effect_id = effect_id_for(print_)
+            tx.run(
+                f"INSERT INTO effect ({_EFFECT_COLUMNS}) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, 'INTENDED', NULL, ?, ?, NULL, NULL, ?, ?)",
+                (effect_id, node, generation, print_, payload["operation"],
+                 payload["destination"], args_text, repeat_slot, caller_ref, now, now,
+                 repeat_of, repeat_reason),
+            )  # fmt: skip
+            detail: dict[str, Any] = {}
+            if repeat_of is not None:
+                detail = {"approval_slot": repeat_slot, "repeat_of": repeat_of,
+                          "repeat_reason": repeat_reason}  # fmt: skip
+            elif approval_slot is not None:
+                # Kept in the history only: an undeclared slot is not part of the effect.
+                detail = {"undeclared_slot": approval_slot}
+            self._event(tx, now, node=node, kind="effect.intended", generation=generation,
+                        actor=f"{node}@{generation}", effect_id=effect_id,
+                        fingerprint=print_, operation=payload["operation"],
+                        destination=payload["destination"], **detail)  # fmt: skip
+            return self._load_effect(tx, effect_id), True
+
+        def body(tx: Tx, now: int) -> tuple[Effect, bool]:
+            self._guard(tx, now, node, generation, description)
+            self._require_effect_rights(tx, now, node, generation, description)
+            self._refuse_if_halted(tx, node, "new effect")
+            original = logical_effect(tx)
+            if repeat_print is None:
+                if original is None:
+                    return record(tx, now, logical_print, None)
+                return present_again(tx, now, original)
+            if original is None:
+                raise BadInput(
+                    f"--repeat-reason: there is no earlier {payload['operation']} to "
+                    f"{payload['destination']} with these arguments to repeat; intend it "
+                    "without --slot and --repeat-reason",
+                    field="repeat_reason",
+                )
+            if original.approval_slot == repeat_slot:
+                return present_again(tx, now, original)
+            row = tx.one(
+                f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE fingerprint = ?", (repeat_print,)
+            )
+            if row is not None:
+                return present_again(tx, now, self._effect(row))
+            # Repeating what may or may not have happened could make it happen twice: an
+            # AMBIGUOUS effect is settled by an operator first, whatever the caller declares.
+            unsettled = tx.one(
+                "SELECT effect_id FROM effect WHERE (effect_id = ? OR repeat_of = ?) "
+                "AND state = 'AMBIGUOUS' ORDER BY effect_id LIMIT 1",
+                (original.effect_id, original.effect_id),
+            )
+            if unsettled is not None:
+                raise Conflict(
+                    f"effect {unsettled[0]} of this same logical effect is AMBIGUOUS; it is not "
+                    "repeated until an operator resolves it with `onstation effect resolve "
+                    f"{unsettled[0]} --as observed|compensated --by NAME --why TEXT`",
+                    effect_id=unsettled[0], state=EffectState.AMBIGUOUS.value,
+                )  # fmt: skip
+            return record(tx, now, repeat_print, original.effect_id)
+
+        return self._write(body)
+
+    def _load_effect(self, tx: Tx, effect_id: str) -> Effect:
+        row = tx.one(f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE effect_id = ?", (effect_id,))
+        if row is None:
+            raise BadInput(f"no such effect {effect_id!r}", effect_id=effect_id)
+        return self._effect(row)
+
+    def get_effect(self, effect_id: str) -> Effect:
+        """One effect by id."""
+        validate_name(effect_id, "effect id")
+        return self._read(lambda tx, _now: self._load_effect(tx, effect_id))
+
+    def _advance(
+        self,
+        effect_id: str,
+        action: EffectAction,
+        generation: int,
+        result: JsonValue = None,
+    ) -> Effect:
+        validate_name(effect_id, "effect id")
+        result_text = None if result is None else canonical_bytes(result).decode("utf-8")
+
+        def body(tx: Tx, now: int) -> Effect:
+            effect = self._load_effect(tx, effect_id)
+            self._guard(tx, now, effect.node, generation, f"effect {action.value} {effect_id}")
+            if action is EffectAction.DISPATCH:
+                self._require_effect_rights(
+                    tx, now, effect.node, generation, f"effect dispatch {effect_id}"
+                )
+                self._refuse_if_halted(tx, effect.node, "effect dispatch")
+            resolve = (
+                f"an operator resolves it with `onstation effect resolve {effect_id} "
+                "--as observed|compensated --by NAME --why TEXT`"
+            )
+            if effect.generation != generation:
+                # The advice depends on the state: each one names a command that succeeds.
+                if effect.state is EffectState.AMBIGUOUS:
+                    advice = f"it is AMBIGUOUS and never retried automatically: {resolve}"
+                elif effect.state is EffectState.COMMITTED:
+                    advice = "it is already COMMITTED; nothing is left to do"
+                elif effect.state in {EffectState.INTENDED, EffectState.DISPATCHED,
+                                      EffectState.OBSERVED}:  # fmt: skip
+                    advice = (
+                        f"it is {effect.state.value} under a fenced generation: settle it with "
+                        f"`onstation effect reconcile {effect.node}`"
+                    )
+                else:
+                    advice = (  # FAILED_BEFORE_DISPATCH or COMPENSATED: never done now
+                        f"it is {effect.state.value}: intend it again under generation "
+                        f"{generation} (`onstation effect intend {effect.node} --generation "
+                        f"{generation}` with the same --op, --dest and --args)"
+                    )
+                raise Conflict(
+                    f"effect {effect_id} belongs to generation {effect.generation}, not "
+                    f"{generation}; {advice}",
+                    effect_id=effect_id, state=effect.state.value,
+                )  # fmt: skip
+            target = next_state(action, effect.state)
+            if target is None:
+                hint = ""
+                if effect.state is EffectState.AMBIGUOUS:
+                    hint = f"; AMBIGUOUS is never retried automatically: {resolve}"
+                raise Conflict(
+                    f"cannot {action.value} effect {effect_id} in state {effect.state.value}{hint}",
+                    effect_id=effect_id, state=effect.state.value,
+                )  # fmt: skip
+            changed = tx.run(
+                "UPDATE effect SET state = ?, updated_at = ?, result = COALESCE(?, result) "
+                "WHERE effect_id = ? AND state = ?",
+                (target.value, now, result_text, effect_id, effect.state.value),
+            )
+            if changed != 1:  # pragma: no cover - the node lock makes this unreachable
+                raise Conflict(f"effect {effect_id} changed concurrently")
+            self._event(tx, now, node=effect.node, kind=f"effect.{target.value.lower()}",
+                        generation=generation, actor=f"{effect.node}@{generation}",
+                        effect_id=effect_id, previous_state=effect.state.value)  # fmt: skip
+            return self._load_effect(tx, effect_id)
+
+        return self._write(body)
+
+    def dispatch_effect(self, effect_id: str, *, generation: int) -> Effect:
+        """INTENDED -> DISPATCHED: the body is about to act in the world."""
+        return self._advance(effect_id, EffectAction.DISPATCH, generation)
+
+    def observe_effect(
+        self, effect_id: str, *, generation: int, result: JsonValue = None
+    ) -> Effect:
+        """DISPATCHED -> OBSERVED: the body saw the authoritative result."""
+        if isinstance(result, str):
+            result = loads_strict(result, "result")
+        return self._advance(effect_id, EffectAction.OBSERVE, generation, result)
+
+    def commit_effect(self, effect_id: str, *, generation: int) -> Effect:
+        """OBSERVED -> COMMITTED: the result is settled."""
+        return self._advance(effect_id, EffectAction.COMMIT, generation)
+
+    def fail_effect(self, effect_id: str, *, generation: int, reason: str | None = None) -> Effect:
+        """INTENDED -> FAILED_BEFORE_DISPATCH: the body gave up before acting."""
+        result = None if reason is None else {"failure": validate_free_text(reason, "reason")}
+        return self._advance(effect_id, EffectAction.FAIL, generation, result)
+
+    def reconcile(self, node: str, *, by: str = "operator") -> ReconcileReport:
+        """Settle every effect of the node's fenced generations.
+
+        DISPATCHED without a result becomes AMBIGUOUS; OBSERVED (result on record) becomes
+        COMMITTED. INTENDED becomes AMBIGUOUS too (a hook killed after recording the intent
+        gave its host no decision, and the host ran the tool) unless the ledger refused its
+        dispatch to that generation for good (a denial receipt ``effect dispatch ID`` of that
+        generation whose reason ends it): then it is FAILED_BEFORE_DISPATCH.
+        """
+        validate_name(node, "node")
+
+        def body(tx: Tx, now: int) -> ReconcileReport:
+            current = self._lock_node(tx, node)
+            rows = tx.all(
+                f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE node = ? AND generation < ? "
+                "AND state IN ('INTENDED', 'DISPATCHED', 'OBSERVED') ORDER BY created_at, "
+                "effect_id",
+                (node, current.generation),
+            )
+            moved: dict[EffectState, list[str]] = {
+                EffectState.AMBIGUOUS: [],
+                EffectState.FAILED_BEFORE_DISPATCH: [],
+                EffectState.COMMITTED: [],
+            }
+            # A generation refused for one of these reasons never acts again: after such a
+            # refusal of its dispatch, the intent cannot have reached the world through it.
+            ended = tuple(
+                o.value
+                for o in (GuardOutcome.STALE_GENERATION, GuardOutcome.LEASE_FENCED,
+                          GuardOutcome.LEASE_EXPIRED, GuardOutcome.LEASE_RELEASED)
+            )  # fmt: skip
+            for row in rows:
+                effect = self._effect(row)
+                action = EffectAction.RECONCILE
+                if effect.state is EffectState.INTENDED and tx.one(
+                    "SELECT 1 FROM denial WHERE node = ? AND presented_generation = ? "
+                    "AND action = ? AND reason IN (?, ?, ?, ?) LIMIT 1",
+                    (node, effect.generation, f"effect dispatch {effect.effect_id}", *ended),
+                ):
+                    action = EffectAction.RECONCILE_REFUSED
+                target = next_state(action, effect.state)
+                assert target is not None
+                tx.run(
+                    "UPDATE effect SET state = ?, updated_at = ? WHERE effect_id = ?",
+                    (target.value, now, effect.effect_id),
+                )
+                self._event(tx, now, node=node, kind=f"effect.{target.value.lower()}",
+                            generation=effect.generation, actor=by, effect_id=effect.effect_id,
+                            previous_state=effect.state.value, via="reconcile")  # fmt: skip
+                moved[target].append(effect.effect_id)
+            unresolved = [
+                r[0]
+                for r in tx.all(
+                    "SELECT effect_id FROM effect WHERE node = ? AND state = 'AMBIGUOUS' "
+                    "ORDER BY effect_id",
+                    (node,),
+                )
+            ]
+            self._event(tx, now, node=node, kind="node.reconciled", generation=current.generation,
+                        actor=by, ambiguous=moved[EffectState.AMBIGUOUS],
+                        failed_before_dispatch=moved[EffectState.FAILED_BEFORE_DISPATCH],
+                        committed=moved[EffectState.COMMITTED],
+                        unresolved_ambiguous=unresolved)  # fmt: skip
+            return ReconcileReport(
+                node=node,
+                generation=current.generation,
+                ambiguous=moved[EffectState.AMBIGUOUS],
+                failed_before_dispatch=moved[EffectState.FAILED_BEFORE_DISPATCH],
+                committed=moved[EffectState.COMMITTED],
+                unresolved_ambiguous=unresolved,
+            )
+
+        return self._write(body)
+
+    def resolve_effect(self, effect_id: str, *, outcome: str, by: str, why: str) -> Effect:
+        """An operator settles an AMBIGUOUS effect: ``observed`` (it happened) -> COMMITTED,
+        ``compensated`` (a compensating action undid it) -> COMPENSATED."""
+        validate_name(effect_id, "effect id")
+        validate_free_text(by, "by", 256)
+        validate_free_text(why, "why")
+        if not by.strip() or not why.strip():
+            raise BadInput("resolve: --by and --why must both be given", field="by")
+        actions = {
+            "observed": EffectAction.RESOLVE_OBSERVED,
+            "compensated": EffectAction.RESOLVE_COMPENSATED,
+        }
+        if outcome not in actions:
+            raise BadInput(f"--as: must be observed or compensated, not {outcome!r}", field="as")
+        action = actions[outcome]
+
+        def body(tx: Tx, now: int) -> Effect:
+            effect = self._load_effect(tx, effect_id)
+            self._lock_node(tx, effect.node)
+            target = next_state(action, effect.state)
+            if target is None:
+                raise Conflict(
+                    f"effect {effect_id} is {effect.state.value}; only an AMBIGUOUS effect "
+                    "is resolved by an operator",
+                    effect_id=effect_id, state=effect.state.value,
+                )  # fmt: skip
+            tx.run(
+                "UPDATE effect SET state = ?, updated_at = ?, resolved_by = ?, resolution = ? "
+                "WHERE effect_id = ?",
+                (target.value, now, by, f"{outcome}: {why}", effect_id),
+            )
+            self._event(tx, now, node=effect.node, kind=f"effect.{target.value.lower()}",
+                        generation=effect.generation, actor=by, effect_id=effect_id,
+                        previous_state=effect.state.value, resolution=outcome,
+                        why=why)  # fmt: skip
+            return self._load_effect(tx, effect_id)
+
+        return self._write(body)
+
+    def effects(self, node: str, *, state: EffectState | None = None) -> list[Effect]:
+        """The node's effects, oldest first, optionally only those in one state."""
+        validate_name(node, "node")
+
+        def body(tx: Tx, _now: int) -> list[Effect]:
+            self._get_node(tx, node)
+            sql = f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE node = ?"
+            params: list[Any] = [node]
+            if state is not None:
+                sql += " AND state = ?"
+                params.append(state.value)
+            return [
+                self._effect(r) for r in tx.all(sql + " ORDER BY created_at, effect_id", params)
+            ]
+
+        return self._read(body)

@@ -1,0 +1,84 @@
+"""The ledger's queries for the hook fast path: plain ``sqlite3``, nothing else imported.
+
+Most hook calls change nothing that matters (an admitted, current body reads a tool's
+result at an unchanged tier), and :mod:`onstation.relief.hotpath` answers them without
+loading the full ledger. The statements it runs are these, named here beside the rest of
+the ledger's SQL; :class:`~onstation.ledger.bodies.HarnessLedger` uses the same
+workspace lookup, and a differential test (``tests/integration/test_fast_path_differential``)
+runs payload sequences through both paths and compares the ledgers they leave.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False  # typing costs import time on the hook hot path
+if TYPE_CHECKING:
+    import sqlite3
+    from typing import Any
+
+#: The workspace bindings among a list of candidate paths (``{marks}``: one ``?`` each).
+WORKSPACE_BINDINGS = "SELECT path, node FROM workspace_binding WHERE path IN ({marks})"
+
+#: A session's transcript cursor, its state and generation, and its node's generation.
+SESSION_CURSOR = (
+    "SELECT s.telemetry_cursor, s.state, s.generation, n.generation FROM body_session s "
+    "JOIN agent_node n ON n.name = s.node WHERE s.session_id = ?"
+)
+
+#: Everything the fast path re-checks inside its write transaction.
+SESSION_STATE = (
+    "SELECT s.node, s.generation, s.state, s.harness, n.generation, l.state, "
+    "l.expires_at, t.tier FROM body_session s "
+    "JOIN agent_node n ON n.name = s.node "
+    "LEFT JOIN body_lease l ON l.lease_id = s.lease_id "
+    "LEFT JOIN telemetry t ON t.session_id = s.session_id "
+    "WHERE s.session_id = ?"
+)
+
+#: Whether a message waits for the node's current generation.
+PENDING_MESSAGE = (
+    "SELECT 1 FROM message WHERE recipient = ? AND delivered_at IS NULL "
+    "AND (generation IS NULL OR generation = ?) LIMIT 1"
+)
+
+#: Whether the generation is a successor still under challenge.
+UNDER_CHALLENGE = "SELECT 1 FROM birth WHERE node = ? AND generation = ? AND state = 'PROVISIONAL'"
+
+#: Whether a tool call was journaled as an effect (its result is the full path's).
+JOURNALED_CALL = "SELECT 1 FROM tool_call WHERE tool_use_id = ?"
+
+UPDATE_TELEMETRY = (
+    "UPDATE telemetry SET percent = ?, used_tokens = ?, window_tokens = ?, "
+    "source = ?, model = ?, reported_at = ? WHERE session_id = ?"
+)
+
+UPDATE_CURSOR = "UPDATE body_session SET telemetry_cursor = ? WHERE session_id = ?"
+
+
+def workspace_candidates(path: str) -> list[str]:
+    """``path`` (resolved) and each of its ancestors, closest first."""
+    real = os.path.realpath(path)
+    candidates = [real]
+    parent = os.path.dirname(real)
+    while parent and parent != candidates[-1]:
+        candidates.append(parent)
+        parent = os.path.dirname(parent)
+    return candidates
+
+
+def closest_binding(rows: list[Any]) -> tuple[str, str] | None:
+    """(node, bound path) of the deepest binding among ``WORKSPACE_BINDINGS`` rows."""
+    if not rows:
+        return None
+    path, node = max(rows, key=lambda r: len(r[0]))
+    return str(node), str(path)
+
+
+def workspace_node(conn: sqlite3.Connection, cwd: str) -> str | None:
+    """The node the closest bound ancestor of ``cwd`` belongs to, if any."""
+    candidates = workspace_candidates(cwd)
+    marks = ", ".join("?" for _ in candidates)
+    rows = conn.execute(WORKSPACE_BINDINGS.format(marks=marks), candidates).fetchall()
+    found = closest_binding(rows)
+    return None if found is None else found[0]

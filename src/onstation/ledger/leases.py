@@ -1,0 +1,484 @@
+"""Body leases, the fence, denials and capability grants."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from onstation.core.errors import (
+    BadInput,
+    BlockedByPolicy,
+    Conflict,
+)
+from onstation.core.leases import LeaseState
+from onstation.core.names import validate_free_text, validate_name
+from onstation.core.types import (
+    BodyLease,
+    Denial,
+    FenceResult,
+    Grant,
+)
+from onstation.ledger.backends import Row, Tx
+from onstation.ledger.base import (
+    _LEASE_COLUMNS,
+    _LEASE_FROM,
+    DEFAULT_LEASE_TTL,
+    LedgerBase,
+    _at,
+    _check_generation,
+    _check_ttl,
+    from_us,
+)
+
+
+class LeaseRecords(LedgerBase):
+    """Body leases, the fence, denials and capability grants."""
+
+    # ----------------------------------------------------------------------------------------
+    # body leases and fencing
+
+    def acquire_lease(
+        self,
+        node: str,
+        *,
+        holder: str | None = None,
+        ttl: timedelta = DEFAULT_LEASE_TTL,
+        expect_generation: int | None = None,
+        by: str = "operator",
+    ) -> BodyLease:
+        """Admit a body for the node's current generation (one lease per generation, ever)."""
+        validate_name(node, "node")
+        if holder is not None:
+            validate_free_text(holder, "holder", 1024)
+        _check_ttl(ttl)
+        if expect_generation is not None:
+            _check_generation(expect_generation, "expected generation")
+
+        return self._write(
+            lambda tx, now: self._acquire_in(tx, now, node, holder, ttl, expect_generation, by)
+        )
+
+    def _acquire_in(
+        self, tx: Tx, now: int, node: str, holder: str | None, ttl: timedelta,
+        expect_generation: int | None, by: str,
+    ) -> BodyLease:  # fmt: skip
+        """Admit a body inside the caller's transaction (see :meth:`acquire_lease`)."""
+        pg = self.backend.name == "postgres"
+        if pg:
+            # Take the locks first, in their own statement, so that the read below gets a
+            # snapshot taken after them: it then sees a halt or a lease committed while we
+            # waited (a single statement would keep its pre-wait snapshot for the joins).
+            tx.one(
+                "SELECT n.generation FROM agent_node n CROSS JOIN gate g WHERE n.name = ? "
+                "FOR UPDATE OF n FOR SHARE OF g",
+                (node,),
+            )
+        # One round trip reads the node (locked), its current lease, any halt in force and
+        # the open episode (and, on PostgreSQL, takes the halt gate in share mode):
+        # admission is on the hot path of every relief.
+        row = tx.one(
+            "SELECT n.generation, n.state, l.lease_id, l.state, l.expires_at, l.holder, "
+            "(SELECT h.halt_id FROM halt h WHERE h.lifted_at IS NULL "
+            " AND (h.node IS NULL OR h.node = n.name) ORDER BY h.halt_id LIMIT 1), "
+            "(SELECT e.episode_id FROM work_episode e WHERE e.node = n.name "
+            " AND e.state = 'OPEN') "
+            "FROM agent_node n LEFT JOIN body_lease l "
+            "ON l.node = n.name AND l.generation = n.generation WHERE n.name = ?",
+            (node,),
+        )
+        if row is None:
+            raise BadInput(f"no such node {node!r}", node=node)
+        generation, state = int(row[0]), row[1]
+        if state != "ACTIVE":
+            raise BlockedByPolicy(f"node {node!r} is retired; admission refused", node=node)
+        if row[6] is not None:
+            self._refuse_if_halted(tx, node, "admission")
+        if expect_generation is not None and expect_generation != generation:
+            raise Conflict(
+                f"generation of {node!r} is {generation}, not {expect_generation}",
+                node=node, generation=generation,
+            )  # fmt: skip
+        if row[2] is not None:
+            if row[3] == LeaseState.LIVE.value and now < int(row[4]):
+                raise Conflict(
+                    f"{node!r} generation {generation} already has a live body "
+                    f"({row[5] or 'unnamed'})",
+                    node=node, generation=generation, lease_id=int(row[2]),
+                )  # fmt: skip
+            raise Conflict(
+                f"{node!r} generation {generation} already admitted a body "
+                f"(lease {str(row[3]).lower()}); fence it with "
+                f"--expect-generation {generation} to admit a new one",
+                node=node, generation=generation, lease_id=int(row[2]),
+            )  # fmt: skip
+        expires = now + int(ttl.total_seconds() * 1_000_000)
+        detail = {"holder": holder, "ttl_seconds": int(ttl.total_seconds())}
+        if pg:
+            # Lease, run and history in one statement: one round trip.
+            got = tx.one(
+                "WITH lease AS ("
+                " INSERT INTO body_lease (node, generation, state, holder, acquired_at,"
+                " renewed_at, expires_at, episode_id) VALUES (?, ?, 'LIVE', ?, ?, ?, ?, ?)"
+                " RETURNING lease_id),"
+                " history AS ("
+                " INSERT INTO event (node, kind, generation, actor, detail, at)"
+                " SELECT ?, 'lease.acquired', ?, ?,"
+                " (CAST(? AS jsonb) || jsonb_build_object('lease_id', lease_id))::text, ?"
+                " FROM lease)"
+                " SELECT lease_id FROM lease",
+                (node, generation, holder, now, now, expires, row[7],
+                 node, generation, by, json.dumps(detail), now),
+            )  # fmt: skip
+            assert got is not None
+            lease_id = int(got[0])
+        else:
+            inserted = tx.one(
+                "INSERT INTO body_lease (node, generation, state, holder, acquired_at,"
+                " renewed_at, expires_at, episode_id) VALUES (?, ?, 'LIVE', ?, ?, ?, ?, ?)"
+                " RETURNING lease_id",
+                (node, generation, holder, now, now, expires, row[7]),
+            )
+            assert inserted is not None
+            lease_id = int(inserted[0])
+            self._event(tx, now, node=node, kind="lease.acquired", generation=generation,
+                        actor=by, lease_id=lease_id, **detail)  # fmt: skip
+        return BodyLease(
+            lease_id=lease_id,
+            node=node,
+            generation=generation,
+            state=LeaseState.LIVE,
+            holder=holder,
+            acquired_at=_at(now),
+            renewed_at=_at(now),
+            expires_at=_at(expires),
+            ended_at=None,
+            end_reason=None,
+            run_id=lease_id,
+        )
+
+    def fence(
+        self, node: str, *, expect_generation: int, by: str = "operator", reason: str = "fenced"
+    ) -> FenceResult:
+        """Compare-and-swap the generation from ``expect_generation`` to the next one, revoking
+        the predecessor's lease and grants in the same transaction."""
+        validate_name(node, "node")
+        validate_free_text(reason, "reason", 1024)
+        _check_generation(expect_generation, "expected generation")
+
+        return self._write(
+            lambda tx, now: self._fence_in(tx, now, node, expect_generation, by, reason)
+        )
+
+    def _fence_in(
+        self, tx: Tx, now: int, node: str, expect_generation: int, by: str, reason: str
+    ) -> FenceResult:
+        """The fence inside the caller's transaction (see :meth:`fence`)."""
+        if self.backend.name == "postgres":
+            row, fenced, grants = self._fence_statement_pg(tx, now, node, expect_generation,
+                                                           reason)  # fmt: skip
+        else:
+            row, fenced, grants = self._fence_statements(tx, now, node, expect_generation,
+                                                         reason)  # fmt: skip
+        if row is None:
+            current = self._get_node(tx, node)
+            raise Conflict(
+                f"fence of {node!r} lost: generation is {current.generation}, "
+                f"not {expect_generation}",
+                node=node, generation=current.generation,
+            )  # fmt: skip
+        new_generation = int(row[0])
+        leases = sorted(int(r[0]) for r in fenced)
+        # One event records the whole fence: the new generation and every lease and grant
+        # it revoked (with the generations those leases held).
+        self._event(tx, now, node=node, kind="node.fenced", generation=new_generation,
+                    actor=by, previous_generation=expect_generation, reason=reason,
+                    revoked_leases=leases, revoked_grants=grants,
+                    fenced_generations=sorted(int(r[1]) for r in fenced))  # fmt: skip
+        return FenceResult(
+            node=node,
+            previous_generation=expect_generation,
+            generation=new_generation,
+            revoked_leases=leases,
+            revoked_grants=grants,
+        )
+
+    def fence_and_hold(
+        self, node: str, *, expect_generation: int, holder: str, ttl: timedelta,
+        by: str = "operator", reason: str = "fenced",
+    ) -> tuple[FenceResult, BodyLease]:  # fmt: skip
+        """Fence ``expect_generation`` and, in the same transaction, take the new generation's
+        lease for ``holder``.
+
+        A relief holds the generation its fence made until its successor takes it over
+        (:meth:`hand_over_lease`): no session that starts between the fence and the launch
+        can be admitted for that generation, because there is no moment without a live lease.
+        """
+        validate_free_text(holder, "holder", 1024)
+        _check_ttl(ttl)
+        validate_name(node, "node")
+        validate_free_text(reason, "reason", 1024)
+        _check_generation(expect_generation, "expected generation")
+
+        def body(tx: Tx, now: int) -> tuple[FenceResult, BodyLease]:
+            result = self._fence_in(tx, now, node, expect_generation, by, reason)
+            lease = self._acquire_in(tx, now, node, holder, ttl, result.generation, by)
+            return result, lease
+
+        return self._write(body)
+
+    def hand_over_lease(self, node: str, *, lease_id: int, holder: str, to: str, by: str) -> None:
+        """Give a held lease to the body that takes it (compare-and-swap on the holder)."""
+        validate_name(node, "node")
+        validate_free_text(to, "holder", 1024)
+
+        def body(tx: Tx, now: int) -> None:
+            self._lock_node(tx, node)
+            moved = tx.one(
+                "UPDATE body_lease SET holder = ? WHERE lease_id = ? AND node = ? AND holder = ? "
+                "AND state = 'LIVE' RETURNING generation",
+                (to, lease_id, node, holder),
+            )
+            if moved is None:
+                raise Conflict(f"lease {lease_id} of {node!r} is no longer held by {holder!r}")
+            self._event(tx, now, node=node, kind="lease.handed_over", generation=int(moved[0]),
+                        actor=by,
+                        lease_id=lease_id, previous_holder=holder, holder=to)  # fmt: skip
+
+        self._write(body)
+
+    @staticmethod
+    def _fence_statements(
+        tx: Tx, now: int, node: str, expect: int, reason: str
+    ) -> tuple[Row | None, list[Row], list[int]]:
+        """The fence as plain statements (SQLite: BEGIN IMMEDIATE already serializes)."""
+        # The conditional UPDATE is the compare-and-swap.
+        row = tx.one(
+            "UPDATE agent_node SET generation = generation + 1 "
+            "WHERE name = ? AND generation = ? RETURNING generation",
+            (node, expect),
+        )
+        if row is None:
+            return None, [], []
+        fenced = tx.all(
+            "UPDATE body_lease SET state = 'FENCED', ended_at = ?, end_reason = ? "
+            "WHERE node = ? AND state = 'LIVE' RETURNING lease_id, generation",
+            (now, reason, node),
+        )
+        grants = tx.all(
+            "UPDATE capability_grant SET state = 'REVOKED', revoked_at = ? "
+            "WHERE node = ? AND state = 'LIVE' AND generation <= ? RETURNING grant_id",
+            (now, node, expect),
+        )
+        return row, fenced, sorted(int(r[0]) for r in grants)
+
+    @staticmethod
+    def _fence_statement_pg(
+        tx: Tx, now: int, node: str, expect: int, reason: str
+    ) -> tuple[Row | None, list[Row], list[int]]:
+        """The same fence as one PostgreSQL statement (data-modifying CTEs): one round trip.
+
+        The first CTE is the compare-and-swap and takes the node's row lock; the others only
+        act when it matched, so a lost CAS changes nothing.
+        """
+        # Lock the node first, in its own statement: at READ COMMITTED each statement takes a
+        # fresh snapshot, so the statement below then sees every lease admitted before us
+        # (a data-modifying CTE reads one snapshot, taken before any lock wait).
+        tx.one("SELECT generation FROM agent_node WHERE name = ? FOR UPDATE", (node,))
+        row = tx.one(
+            "WITH bumped AS ("
+            " UPDATE agent_node SET generation = generation + 1"
+            " WHERE name = ? AND generation = ? RETURNING name, generation),"
+            " fenced AS ("
+            " UPDATE body_lease SET state = 'FENCED', ended_at = ?, end_reason = ?"
+            " WHERE node IN (SELECT name FROM bumped) AND state = 'LIVE'"
+            " RETURNING lease_id, generation),"
+            " grants AS ("
+            " UPDATE capability_grant SET state = 'REVOKED', revoked_at = ?"
+            " WHERE node IN (SELECT name FROM bumped) AND state = 'LIVE' AND generation <= ?"
+            " RETURNING grant_id)"
+            " SELECT b.generation,"
+            " (SELECT coalesce(array_agg(lease_id ORDER BY lease_id), '{}') FROM fenced),"
+            " (SELECT coalesce(array_agg(generation ORDER BY lease_id), '{}') FROM fenced),"
+            " (SELECT coalesce(array_agg(grant_id ORDER BY grant_id), '{}') FROM grants)"
+            " FROM bumped b",
+            (node, expect, now, reason, now, expect),
+        )
+        if row is None:
+            return None, [], []
+        fenced: list[Row] = [(int(a), int(b)) for a, b in zip(row[1], row[2], strict=True)]
+        return (row[0],), fenced, [int(g) for g in row[3]]
+
+    def renew_lease(
+        self, node: str, *, generation: int, ttl: timedelta = DEFAULT_LEASE_TTL
+    ) -> BodyLease:
+        """Extend the live lease of ``generation`` (a heartbeat); stale bodies are denied."""
+        validate_name(node, "node")
+        _check_ttl(ttl)
+
+        def body(tx: Tx, now: int) -> BodyLease:
+            guarded = self._guard(tx, now, node, generation, "lease renew")
+            expires = now + int(ttl.total_seconds() * 1_000_000)
+            tx.run(
+                "UPDATE body_lease SET renewed_at = ?, expires_at = ? WHERE lease_id = ?",
+                (now, expires, guarded.lease.lease_id),
+            )
+            lease = self._lease_for(tx, node, generation)
+            assert lease is not None
+            return lease
+
+        return self._write(body)
+
+    def release_lease(self, node: str, *, generation: int, by: str | None = None) -> BodyLease:
+        """The body gives up its lease cleanly; the generation admits no other body."""
+        validate_name(node, "node")
+
+        def body(tx: Tx, now: int) -> BodyLease:
+            guarded = self._guard(tx, now, node, generation, "lease release")
+            self._end_lease(
+                tx, now, guarded.lease, LeaseState.RELEASED, "released by body",
+                actor=by or f"{node}@{generation}",
+            )  # fmt: skip
+            lease = self._lease_for(tx, node, generation)
+            assert lease is not None
+            return lease
+
+        return self._write(body)
+
+    def leases(self, node: str) -> list[BodyLease]:
+        """Every lease the node ever had, oldest generation first."""
+        validate_name(node, "node")
+
+        def body(tx: Tx, _now: int) -> list[BodyLease]:
+            self._get_node(tx, node)
+            return [
+                self._lease(r)
+                for r in tx.all(
+                    f"SELECT {_LEASE_COLUMNS} FROM {_LEASE_FROM} WHERE l.node = ? "
+                    "ORDER BY l.generation",
+                    (node,),
+                )
+            ]
+
+        return self._read(body)
+
+    def multiple_live_leases(self) -> dict[str, int]:
+        """Nodes holding more than one LIVE lease, with the count: an invariant check that is
+        empty unless the ledger is broken (the simulator asks it after every step)."""
+        rows = self._read(
+            lambda tx, _now: tx.all(
+                "SELECT node, count(*) FROM body_lease WHERE state = 'LIVE' "
+                "GROUP BY node HAVING count(*) > 1 ORDER BY node"
+            )
+        )
+        return {str(node): int(count) for node, count in rows}
+
+    def live_lease(self, node: str) -> BodyLease | None:
+        """The node's lease that may act right now, if any."""
+        validate_name(node, "node")
+
+        def body(tx: Tx, now: int) -> BodyLease | None:
+            current = self._get_node(tx, node)
+            lease = self._lease_for(tx, node, current.generation)
+            if lease is None or lease.state is not LeaseState.LIVE or _at(now) >= lease.expires_at:
+                return None
+            return lease
+
+        return self._read(body)
+
+    def guard(self, node: str, *, generation: int, action: str = "write") -> BodyLease:
+        """Check that ``generation`` may act now; a refusal is recorded as a denial receipt."""
+        validate_name(node, "node")
+        validate_free_text(action, "action", 1024)
+        return self._write(lambda tx, now: self._guard(tx, now, node, generation, action).lease)
+
+    def denials(self, node: str) -> list[Denial]:
+        """Every denial receipt of the node, oldest first."""
+        validate_name(node, "node")
+
+        def body(tx: Tx, _now: int) -> list[Denial]:
+            self._get_node(tx, node)
+            return [
+                Denial(int(r[0]), r[1], int(r[2]), int(r[3]), r[4], r[5], _at(r[6]))
+                for r in tx.all(
+                    "SELECT denial_id, node, presented_generation, current_generation, action, "
+                    "reason, at FROM denial WHERE node = ? ORDER BY denial_id",
+                    (node,),
+                )
+            ]
+
+        return self._read(body)
+
+    def record_denial(
+        self, node: str, *, presented_generation: int, action: str, reason: str
+    ) -> Denial:
+        """Keep the receipt of a refusal decided outside the ledger (a hook's deny)."""
+        validate_name(node, "node")
+        validate_free_text(action, "action", 1024)
+        validate_free_text(reason, "reason", 256)
+
+        def body(tx: Tx, now: int) -> Denial:
+            current = self._get_node(tx, node).generation
+            row = tx.one(
+                "INSERT INTO denial (node, presented_generation, current_generation, action,"
+                " reason, at) VALUES (?, ?, ?, ?, ?, ?) RETURNING denial_id",
+                (node, presented_generation, current, action, reason, now),
+            )
+            assert row is not None
+            self._event(tx, now, node=node, kind="write.denied", generation=presented_generation,
+                        actor=f"{node}@{presented_generation}", action=action, reason=reason,
+                        current_generation=current, denial_id=int(row[0]))  # fmt: skip
+            return Denial(int(row[0]), node, presented_generation, current, action, reason,
+                          _at(now))  # fmt: skip
+
+        return self._write(body)
+
+    # ----------------------------------------------------------------------------------------
+    # capability grants
+
+    def issue_grant(self, node: str, *, generation: int, capability: str) -> Grant:
+        """Issue a fresh capability to the live generation; fencing revokes it."""
+        validate_name(node, "node")
+        validate_free_text(capability, "capability", 256)
+        if not capability.strip():
+            raise BadInput("capability: must not be empty", field="capability")
+
+        def body(tx: Tx, now: int) -> Grant:
+            self._guard(tx, now, node, generation, f"grant {capability}")
+            if (
+                tx.one(
+                    "SELECT 1 FROM capability_grant WHERE node = ? AND generation = ? "
+                    "AND capability = ?",
+                    (node, generation, capability),
+                )
+                is not None
+            ):
+                raise Conflict(f"{capability!r} was already granted to generation {generation}")
+            row = tx.one(
+                "INSERT INTO capability_grant (node, generation, capability, state, issued_at) "
+                "VALUES (?, ?, ?, 'LIVE', ?) RETURNING grant_id",
+                (node, generation, capability, now),
+            )
+            assert row is not None
+            self._event(tx, now, node=node, kind="grant.issued", generation=generation,
+                        actor=f"{node}@{generation}", grant_id=int(row[0]),
+                        capability=capability)  # fmt: skip
+            return Grant(int(row[0]), node, generation, capability, "LIVE", _at(now), None)
+
+        return self._write(body)
+
+    def grants(self, node: str) -> list[Grant]:
+        """Every grant the node's generations received."""
+        validate_name(node, "node")
+
+        def body(tx: Tx, _now: int) -> list[Grant]:
+            self._get_node(tx, node)
+            return [
+                Grant(int(r[0]), r[1], int(r[2]), r[3], r[4], _at(r[5]), from_us(r[6]))
+                for r in tx.all(
+                    "SELECT grant_id, node, generation, capability, state, issued_at, revoked_at "
+                    "FROM capability_grant WHERE node = ? ORDER BY grant_id",
+                    (node,),
+                )
+            ]
+
+        return self._read(body)

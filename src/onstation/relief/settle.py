@@ -1,0 +1,404 @@
+"""The second half of a relief: launch the successor, challenge it, shut the predecessor
+down, settle the reservation and write the discontinuity report.
+
+:class:`LaunchAndSettle` is a part of :class:`onstation.relief.relieve.Relief`; it reads the
+relief's state (declared below) and never runs on its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from onstation.core.errors import BadInput, BlockedByPolicy, Conflict, OnstationError
+from onstation.harness.launch import LaunchedBody, Launcher, LaunchSpec
+from onstation.ledger import Ledger
+from onstation.ledger.bodies import INTERACTIVE_HOLDER, HarnessLedger
+from onstation.ledger.relief_records import ReliefLedger, new_nonce
+from onstation.relief.options import Progress, ReliefOptions, ReliefOutcome, _iso
+from onstation.relief.successor import (
+    _descends,
+    _exchange_loss,
+    _launcher_name,
+    _launcher_record,
+    successor_prompt,
+)
+
+
+class LaunchAndSettle:
+    """Launch, challenge, shutdown and settlement, for :class:`~onstation.relief.relieve.Relief`."""
+
+    ledger: Ledger
+    node: str
+    opts: ReliefOptions
+    records: HarnessLedger
+    relief: ReliefLedger
+    say: Progress
+    handover: Any
+    native: dict[str, Any] | None
+    native_lease: Any
+    hold: Any
+    launcher: Launcher | None
+    expired_exchanges: list[Any]
+    scratch_removed: str | None
+    witnesses: Any
+
+    def _hold_holder(self, rid: int) -> str:
+        return f"relief {rid} of {self.node}: successor pending"
+
+    def _notify(self, verdict: str, reasons: list[str], *, fix: list[str]) -> None:
+        """Tell the spawner and the operator why a relief did not launch a successor."""
+        if verdict not in ("BLOCKED", "QUARANTINED", "HIBERNATE", "INVALID"):
+            return
+        node = self.ledger.get_node(self.node)
+        text = (
+            f"Relief of {self.node} ended {verdict}: {'; '.join(reasons) or 'no reason given'}."
+            + (f" To fix: {'; '.join(fix)}." if fix else "")
+        )
+        recipients = ["operator"]
+        if node.spawner is not None and node.spawner not in recipients:
+            recipients.insert(0, node.spawner)
+        if self.opts.by not in recipients and self.opts.by != node.spawner:
+            recipients.append(self.opts.by)
+        for recipient in recipients:
+            with contextlib.suppress(BadInput):
+                self.records.post_message(
+                    sender="onstation",
+                    recipient=recipient,
+                    kind="relief_not_launched",
+                    body=text[:20_000],
+                )
+
+    def _release_hold(self, why: str) -> None:
+        """Nothing launches: the generation the fence made is fenced in turn (never reused)."""
+        if self.hold is not None:
+            with contextlib.suppress(Conflict):
+                self.ledger.fence(
+                    self.node,
+                    expect_generation=self.hold.generation,
+                    by=self.opts.by,
+                    reason=f"held lease released: {why}",
+                )
+            self.hold = None
+            self.native_lease = None
+
+    # -- launch, challenge, shutdown, settlement --------------------------------------------
+
+    def _launch_and_settle(
+        self, rid: int, predecessor: int, generation: int, workspace: str, plan: Any,
+        capsule: dict[str, Any], disposition: str, reasons: list[str],
+    ) -> ReliefOutcome:  # fmt: skip
+        from onstation.harness.evidence import git
+
+        launcher = self.launcher
+        assert launcher is not None and self.hold is not None
+        try:
+            self.ledger.request_respawn(self.node, by=self.opts.by, kind=self.opts.respawn_kind)
+        except BlockedByPolicy as exc:
+            self._release_hold("respawn blocked")
+            path = self._report(rid, plan, predecessor, None, f"not launched: {exc.message}")
+            self.relief.update_relief(
+                rid, state="BLOCKED", verdict="BLOCKED", finished=True, report_path=path,
+                detail={"blocked": exc.message},
+            )  # fmt: skip
+            self._notify("BLOCKED", [*reasons, exc.message], fix=[])
+            return ReliefOutcome(rid, self.node, "BLOCKED", "BLOCKED", predecessor, None, path,
+                                 [*reasons, exc.message])  # fmt: skip
+        execution_class = getattr(launcher, "execution_class", "real-provider")
+        reservation = self.relief.reserve(self.node, generation=generation,
+                                          execution_class=execution_class,
+                                          evidence_digest=capsule["digest"])  # fmt: skip
+        interactive = getattr(launcher, "interactive", False)
+        session_harness = "codex" if launcher.harness in ("codex", "codex-cli") else "claude-code"
+        session_id = str(uuid.uuid4())
+        holder = INTERACTIVE_HOLDER if interactive else f"{session_harness} session {session_id}"
+        native = disposition == "NATIVE_RESUME_ELIGIBLE" and self.native is not None
+        # The lease the fence took for this generation: nobody else could take it meanwhile.
+        lease = self.hold
+        if native:
+            assert self.native is not None
+            session_id = self.native["session"].session_id
+        self._remove_scratch(workspace)
+        episodes = [e for e in self.ledger.episodes(self.node) if e.state == "OPEN"]
+        challenge = {
+            "node": self.node,
+            "episode": str(episodes[-1].episode_id) if episodes else "none",
+            "generation": generation,
+            "capsule_digest": capsule["digest"],
+            "worktree_head": git(workspace, "rev-parse", "HEAD") or "none",
+            "plan_revision": capsule["payload"]["subject"].get("planRevision") or "r1",
+            "capability_set": sorted(
+                g for r in capsule["payload"]["capabilityRequirements"] for g in r["grants"]
+            ),
+            "reservation": reservation,
+            "transcript_sink": f"{workspace}/.bridge/transcripts/{session_id}.jsonl",
+            "nonce": new_nonce(),
+        }
+        self.relief.start_birth(self.node, generation=generation, lease_id=lease.lease_id,
+                                challenge=challenge, by=self.opts.by)  # fmt: skip
+        if native:
+            self.records.rebind_session(session_id, generation=generation,
+                                        lease_id=lease.lease_id, by=self.opts.by)  # fmt: skip
+            self.say(f"native resume of session {session_id}")
+        else:
+            self.ledger.hand_over_lease(self.node, lease_id=lease.lease_id,
+                                        holder=self._hold_holder(rid), to=holder,
+                                        by=self.opts.by)  # fmt: skip
+            if not interactive:
+                self.records.bind_launched_session(
+                    session_id, harness=session_harness, node=self.node, generation=generation,
+                    lease_id=lease.lease_id, workspace=workspace,
+                    launcher=_launcher_record(launcher),
+                )  # fmt: skip
+        self.hold = None  # the successor holds it now: never released as a held lease
+        brief = self.handover
+        prompt = successor_prompt(
+            self.node, generation, challenge, brief.content if brief else None, capsule
+        )
+        self.relief.update_relief(rid, state="LAUNCHING", to_generation=generation)
+        if interactive:
+            self.records.record_document(self.node, kind="prompt", path="(successor prompt)",
+                                         content={"markdown": prompt}, by=self.opts.by)  # fmt: skip
+            self.say(
+                f"waiting for a Claude Code session in {workspace} to take generation "
+                f"{generation} (start one, or /clear the one you have)"
+            )
+            running, why = self._challenge(generation, None, challenge["nonce"])
+            return self._after_challenge(rid, predecessor, generation, plan, disposition, reasons,
+                                         reservation, running, why, None)  # fmt: skip
+        spec = LaunchSpec(node=self.node, generation=generation, session_id=session_id,
+                          workspace=workspace, prompt=prompt, challenge=challenge,
+                          db=self.opts.db, log_dir=str(Path(workspace) / ".bridge" / "bodies"),
+                          extra_args=self.opts.launch_args,
+                          resume_transcript=str(self.native["session"].transcript_path)
+                          if native and self.native is not None else None)  # fmt: skip
+        self.say(f"launch generation {generation} ({_launcher_name(launcher)})")
+        try:
+            body = launcher.launch(spec)
+        except OnstationError as exc:
+            self.relief.decide_birth(self.node, generation=generation, running=False,
+                                     reason=f"body never started: {exc.message}",
+                                     by=self.opts.by)  # fmt: skip
+            self.relief.settle_reservation(reservation, used=False)
+            path = self._report(rid, plan, predecessor, generation, "BIRTH_FAILED: never started")
+            self.relief.update_relief(rid, state="BIRTH_FAILED", finished=True, report_path=path)
+            return ReliefOutcome(rid, self.node, disposition, "BIRTH_FAILED", predecessor,
+                                 generation, path, [*reasons, "body never started"])  # fmt: skip
+        running, why = self._challenge(generation, body, challenge["nonce"])
+        return self._after_challenge(rid, predecessor, generation, plan, disposition, reasons,
+                                     reservation, running, why, body)  # fmt: skip
+
+    def _after_challenge(
+        self, rid: int, predecessor: int, generation: int, plan: Any, disposition: str,
+        reasons: list[str], reservation: str, running: bool, why: str,
+        body: LaunchedBody | None,
+    ) -> ReliefOutcome:  # fmt: skip
+        pid = body.pid if body is not None else None
+        if not running:
+            self.relief.settle_reservation(reservation, used=False)
+            if body is not None:
+                self._stop_process(body)
+            path = self._report(rid, plan, predecessor, generation, f"BIRTH_FAILED: {why}")
+            self.relief.update_relief(rid, state="BIRTH_FAILED", finished=True,
+                                      report_path=path, detail={"birth": why})  # fmt: skip
+            return ReliefOutcome(rid, self.node, disposition, "BIRTH_FAILED", predecessor,
+                                 generation, path, [*reasons, why], pid)  # fmt: skip
+        self.say(f"generation {generation} is RUNNING ({why})")
+        brief = self.handover
+        self._create_successor_task(brief.path if brief else None, generation)
+        shutdown = self._shut_down_predecessor(predecessor)
+        self.relief.settle_reservation(reservation, used=True)
+        path = self._report(rid, plan, predecessor, generation, f"RUNNING; {shutdown}")
+        self.relief.update_relief(
+            rid, state="SETTLED", finished=True, report_path=path,
+            detail={"shutdown": shutdown, "successor_pid": pid},
+        )  # fmt: skip
+        self.say(f"settled: report {path}")
+        return ReliefOutcome(rid, self.node, disposition, "SETTLED", predecessor, generation,
+                             path, reasons, pid)  # fmt: skip
+
+    def _challenge(
+        self, generation: int, body: LaunchedBody | None, nonce: str
+    ) -> tuple[bool, str]:
+        """RUNNING only when the echo, the process witness and a heartbeat all agree.
+
+        ``body`` is the process onstation launched; None for an interactive successor, whose
+        process witness is taken by its SessionStart hook when a session takes the lease.
+        """
+        witnesses = self.witnesses
+
+        launched = None
+        if body is not None:
+            # The marker the launcher gave it is the second fact a later signal must match.
+            marker = getattr(body, "marker", None)
+            extra = {} if marker is None else {"marker": marker}
+            launched = witnesses.observe(
+                body.pid, nonce=nonce, observed_at=_iso(self.ledger.now()), **extra
+            )
+            if launched is not None:
+                self.relief.set_launch_witness(self.node, generation, launched.to_json())
+        for _ in self._wait("the successor's challenge echo", self.opts.challenge_wait):
+            birth = self.relief.birth(self.node, generation)
+            assert birth is not None
+            if body is None and birth.launch_witness is not None and launched is None:
+                launched = witnesses.ProcessWitness.from_json(birth.launch_witness)
+                self.say(f"a session took the lease (pid {launched.pid}); waiting for its echo")
+            root = launched.pid if launched is not None else None
+            if birth.answered_at is not None and launched is not None:
+                lease = next(ls for ls in self.ledger.leases(self.node)
+                             if ls.generation == generation)  # fmt: skip
+                heartbeat = lease.renewed_at > lease.acquired_at
+                check = witnesses.check(launched)
+                answer_pid = (birth.answer_witness or {}).get("pid")
+                if (
+                    check.state == "MATCH"
+                    and heartbeat
+                    and (answer_pid in (root, None) or _descends(answer_pid, launched.pid))
+                ):
+                    self.relief.decide_birth(self.node, generation=generation, running=True,
+                                             reason="echo, process and heartbeat witnesses agree",
+                                             by=self.opts.by)  # fmt: skip
+                    return True, "echo, process and heartbeat witnesses agree"
+            exited = body.process.poll() if body is not None else None
+            if exited is not None and (birth.answered_at is None or launched is None):
+                reason = f"exited before the challenge (exit {exited})"
+                self.relief.decide_birth(self.node, generation=generation, running=False,
+                                         reason=reason, by=self.opts.by)  # fmt: skip
+                return False, reason
+        birth = self.relief.birth(self.node, generation)
+        state = "unknown" if launched is None else witnesses.check(launched).state
+        if body is None and launched is None:
+            reason = "no session took the successor's lease in time"
+        elif birth is None or birth.answered_at is None:
+            reason = "no challenge answer in time"
+        else:
+            reason = "no heartbeat in time"
+        reason += f" (process {state.lower()}; effects revoked, never assumed dead)"
+        self.relief.decide_birth(self.node, generation=generation, running=False, reason=reason,
+                                 by=self.opts.by)  # fmt: skip
+        return False, reason
+
+    def _wait(self, what: str, total: float) -> Iterator[None]:
+        """Yield once per poll until ``total`` seconds have passed, showing the wait."""
+        began = self.opts.monotonic()
+        while (elapsed := self.opts.monotonic() - began) < total:
+            self.opts.waiting(what, elapsed, total)
+            yield
+            self.opts.sleep(self.opts.poll)
+
+    def _stop_process(self, body: LaunchedBody) -> None:
+        witnesses = self.witnesses
+
+        birth_nonce = "stop"
+        seen = witnesses.observe(body.pid, nonce=birth_nonce,
+                                 observed_at=_iso(self.ledger.now()))  # fmt: skip
+        if seen is not None:
+            witnesses.signal_if_match(seen, signal.SIGTERM)
+        deadline = self.opts.monotonic() + 5.0
+        while body.process.poll() is None and self.opts.monotonic() < deadline:
+            self.opts.sleep(self.opts.poll)
+
+    def _shut_down_predecessor(self, predecessor: int) -> str:
+        """Ask, wait for approval or time out, then terminate only by a matching witness."""
+        witnesses = self.witnesses
+
+        birth = self.relief.birth(self.node, predecessor)
+        if birth is not None and birth.launch_witness is not None:
+            seen = witnesses.check(witnesses.ProcessWitness.from_json(birth.launch_witness))
+            if seen.gone:
+                return f"predecessor process already gone ({seen.reason}); nothing to shut down"
+        # Addressed to the fenced generation alone: its successor never receives it.
+        request = self.records.post_message(
+            sender=self.opts.by, recipient=self.node, kind="shutdown_request",
+            body=f"You have been relieved (generation {predecessor} is fenced). Stop now.",
+            generation=predecessor,
+        )  # fmt: skip
+        approved = False
+        for _ in self._wait("the predecessor's shutdown approval", self.opts.shutdown_wait):
+            replies = [m for m in self.records.messages(self.opts.by)
+                       if m.reply_to == request.message_id]  # fmt: skip
+            if replies:
+                approved = True
+                break
+        if birth is None or birth.launch_witness is None:
+            return ("shutdown approved" if approved else "shutdown not acknowledged") + (
+                "; no process witness for the predecessor, no signal sent"
+            )
+        expected = witnesses.ProcessWitness.from_json(birth.launch_witness)
+        result = witnesses.signal_if_match(expected, signal.SIGTERM)
+        return (
+            "shutdown approved" if approved else "shutdown timed out"
+        ) + f"; predecessor process {result.state.lower()}: {result.reason}"
+
+    def _create_successor_task(self, brief_path: str | None, generation: int) -> None:
+        for task in self.relief.tasks(self.node):
+            if task.status == "in_progress":
+                self.relief.update_task(task.task_id, note=f"handed off to generation {generation}"
+                                        f" (brief {brief_path})", by=self.opts.by)  # fmt: skip
+        self.relief.create_task(
+            f"continue the work of {self.node} (generation {generation})", owner=self.node,
+            status="in_progress", brief_path=brief_path, by=self.opts.by,
+        )  # fmt: skip
+
+    def _report(
+        self, rid: int, plan: Any, predecessor: int, successor: int | None, outcome: str, *,
+        reasons: list[str] | None = None, fix: list[str] | None = None, fenced: bool = True,
+    ) -> str:  # fmt: skip
+        from onstation.harness.files import write_inside
+        from onstation.plan.review import render_review
+        from onstation.relief.documents import workspace_of
+
+        workspace = workspace_of(self.records, self.node, self.opts.workspace)
+        state = "fenced for good" if fenced else "not fenced: still the live body"
+        lines = [
+            f"# Discontinuity report — {self.node}, relief {rid}",
+            "",
+            f"- predecessor generation: {predecessor} ({state})",
+            f"- successor generation: {successor if successor is not None else 'none'}",
+            f"- outcome: {outcome}",
+        ]
+        if reasons:
+            lines += ["", "## Why it stopped", "", *(f"- {r}" for r in reasons)]
+        if fix:
+            lines += ["", "## To fix", "", *(f"- `{f}`" for f in fix)]
+        losses = [_exchange_loss(m, predecessor) for m in self.expired_exchanges]
+        if losses:
+            lines += ["", "## Lost at this relief", "", *(f"- {loss}" for loss in losses)]
+        if self.scratch_removed is not None:
+            lines += ["", f"- coordinator scratch file removed: {self.scratch_removed} (its "
+                          "state is in the manifest's Scratch State)"]  # fmt: skip
+        late = self.records.late_documents(self.node)
+        late = [d for d in late if d.generation == predecessor]
+        if late:
+            lines += ["", "## Late evidence (untrusted)", ""]
+            lines += [
+                f"- a brief written by generation {d.generation} after its fence: "
+                f"{d.path} (kept as evidence, never as the hand-over)"
+                for d in late
+            ]
+        lines += ["", render_review(plan) if plan is not None else ""]
+        text = "\n".join(lines)
+        path = write_inside(workspace, [".bridge", "reports", f"{self.node}-relief-{rid}.md"], text)
+        self.records.record_document(self.node, kind="report", path=str(path),
+                                     content={"markdown": text, "relief_id": rid,
+                                              "outcome": outcome}, by=self.opts.by)  # fmt: skip
+        return str(path)
+
+    def _remove_scratch(self, workspace: str) -> None:
+        """A coordinator's scratch file goes once its respawn is decided (the coordinator
+        procedure's last step); its state was copied into the manifest."""
+        handover = self.handover
+        if handover is None or handover.kind != "manifest":
+            return
+        coordinator = str(handover.content.get("coordinator") or "")
+        if not coordinator.startswith("coord-") or "/" in coordinator or ".." in coordinator:
+            return
+        scratch = Path(workspace) / "memory" / "agents" / "coords" / f"{coordinator}-scratch.md"
+        if scratch.is_file() and not scratch.is_symlink():
+            scratch.unlink()
+            self.scratch_removed = str(scratch)
+            self.say(f"coordinator scratch file removed: {scratch}")

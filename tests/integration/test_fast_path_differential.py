@@ -1,0 +1,176 @@
+"""The hook fast path against the full path: the same payload sequences, the same ledger.
+
+The fast path (:mod:`onstation.relief.hotpath`) answers the common call in plain sqlite3
+with the ledger's named queries (:mod:`onstation.ledger.fastpath`); everything else goes to
+the full path. Each sequence below runs twice from identical starting points, once as
+installed and once with ``ONSTATION_HOOK_FAST_PATH=off``, and the two ledgers must hold the
+same rows (times, ids and transcript cursors aside), and the hooks must answer the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ONSTATION = str(Path(sys.executable).with_name("onstation"))
+
+#: Runs one hook call as ``onstation hook`` does, counting the calls the fast path answered.
+DRIVER = """
+import sys
+import onstation.relief.hotpath as hotpath
+real = hotpath.try_fast
+def counted(*args, **kwargs):
+    answer = real(*args, **kwargs)
+    if answer is not hotpath.NOT_HANDLED:
+        with open(sys.argv[1], "a") as fh:
+            fh.write("fast\\n")
+    return answer
+hotpath.try_fast = counted
+from onstation.cli.hooks import hook_main
+sys.exit(hook_main(sys.argv[2:]))
+"""
+
+#: Columns that hold times, row ids or cursors: they differ between any two runs.
+VOLATILE = {"at", "created_at", "acquired_at", "renewed_at", "expires_at", "ended_at",
+            "reported_at", "started_at", "admitted_at", "updated_at", "bound_at",
+            "delivered_at", "relief_requested_at", "stop_blocked_at", "last_seen_at",
+            "telemetry_cursor", "holder", "detail", "body", "seq", "lease_id",
+            "message_id", "denial_id", "run_id", "changed_at"}  # fmt: skip
+
+
+def _ledger_rows(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    conn = sqlite3.connect(db)
+    try:
+        tables = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'schema_version'"
+        )]  # fmt: skip
+        out: dict[str, list[tuple[Any, ...]]] = {}
+        for table in tables:
+            cursor = conn.execute(f'SELECT * FROM "{table}"')
+            names = [d[0] for d in cursor.description]
+            keep = [i for i, n in enumerate(names) if n not in VOLATILE]
+            out[table] = sorted((tuple(row[i] for i in keep) for row in cursor), key=repr)
+        return out
+    finally:
+        conn.close()
+
+
+class World:
+    """A workspace bound to one identity, a transcript, and the installed hook commands."""
+
+    def __init__(self, root: Path, fast: bool) -> None:
+        self.root = root
+        root.mkdir()
+        self.project = root / "app"
+        self.project.mkdir()
+        self.db = root / "ledger.db"
+        self.env = {**os.environ, "ONSTATION_DB": str(self.db),
+                    "XDG_STATE_HOME": str(root / "state"),
+                    "ONSTATION_HOOK_FAST_PATH": "on" if fast else "off"}  # fmt: skip
+        done = subprocess.run(
+            [ONSTATION, "install", "claude-code", "--project", str(self.project), "--node",
+             "exec-1"], capture_output=True, text=True, env=self.env, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        self.transcript = root / "s1.jsonl"
+        self.transcript.touch()
+        self.turn = 0
+        self.counted = root / "fast-answers"
+
+    def fast_answers(self) -> int:
+        return len(self.counted.read_text().split()) if self.counted.exists() else 0
+
+    def assistant_turn(self, context_tokens: int) -> None:
+        self.turn += 1
+        usage = {"input_tokens": 3, "cache_creation_input_tokens": 500,
+                 "cache_read_input_tokens": context_tokens - 503, "output_tokens": 80}  # fmt: skip
+        line = {"type": "assistant", "isSidechain": False, "sessionId": "s1",
+                "uuid": f"u{self.turn}", "requestId": f"req_{self.turn}",
+                "message": {"id": f"msg_{self.turn}", "role": "assistant",
+                            "model": "claude-sonnet-4-5-20250929", "stop_reason": "tool_use",
+                            "content": [{"type": "text", "text": "working"}],
+                            "usage": usage}}  # fmt: skip
+        with self.transcript.open("a") as fh:
+            fh.write(json.dumps(line) + "\n")
+
+    def fire(self, event: str, **fields: Any) -> tuple[Any, int]:
+        payload = {"session_id": "s1", "transcript_path": str(self.transcript),
+                   "cwd": str(self.project), "hook_event_name": event,
+                   "permission_mode": "default", **fields}  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", DRIVER, str(self.counted), "claude-code", event],
+            input=json.dumps(payload),
+            capture_output=True, text=True, env=self.env, cwd=self.project, timeout=60,
+            check=False,
+        )  # fmt: skip
+        out = json.loads(done.stdout) if done.stdout.strip() else None
+        return out, done.returncode
+
+
+def _read(i: int) -> dict[str, Any]:
+    return {"tool_name": "Read", "tool_use_id": f"t{i}",
+            "tool_input": {"file_path": "README.md"}}  # fmt: skip
+
+
+#: Each step: ("turn", tokens) appends an assistant turn; (event, fields) fires a hook.
+SEQUENCES: dict[str, list[tuple[str, Any]]] = {
+    "quiet reads at green": [
+        ("SessionStart", {"source": "startup"}), ("turn", 20_000),
+        ("PreToolUse", _read(1)), ("PostToolUse", {**_read(1), "tool_response": {}}),
+        ("turn", 24_000), ("UserPromptSubmit", {"prompt": "go on"}),
+        ("PreToolUse", _read(2)), ("PostToolUse", {**_read(2), "tool_response": {}}),
+    ],
+    "fill rising through the tiers": [
+        ("SessionStart", {"source": "startup"}), ("turn", 30_000),
+        ("PostToolUse", {**_read(1), "tool_response": {}}), ("turn", 55_000),
+        ("PostToolUse", {**_read(2), "tool_response": {}}), ("turn", 56_000),
+        ("PostToolUse", {**_read(3), "tool_response": {}}), ("turn", 70_000),
+        ("UserPromptSubmit", {"prompt": "continue"}), ("turn", 71_000),
+        ("PostToolUse", {**_read(4), "tool_response": {}}), ("turn", 80_000),
+        ("PostToolUse", {**_read(5), "tool_response": {}}),
+    ],
+    "an inert Bash and a git status": [
+        ("SessionStart", {"source": "startup"}), ("turn", 10_000),
+        ("PreToolUse", {"tool_name": "Bash", "tool_use_id": "b1",
+                        "tool_input": {"command": "ls -la"}}),
+        ("PostToolUse", {"tool_name": "Bash", "tool_use_id": "b1",
+                         "tool_input": {"command": "ls -la"}, "tool_response": {}}),
+        ("PreToolUse", {"tool_name": "Bash", "tool_use_id": "b2",
+                        "tool_input": {"command": "git status"}}),
+        ("turn", 12_000),
+        ("PostToolUse", {"tool_name": "Bash", "tool_use_id": "b2",
+                         "tool_input": {"command": "git status"}, "tool_response": {}}),
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SEQUENCES))
+def test_fast_and_full_paths_leave_the_same_ledger(tmp_path: Path, name: str) -> None:
+    answers: dict[bool, list[tuple[Any, int]]] = {}
+    ledgers: dict[bool, dict[str, list[tuple[Any, ...]]]] = {}
+    for fast in (True, False):
+        world = World(tmp_path / ("fast" if fast else "full"), fast)
+        seen: list[tuple[Any, int]] = []
+        for step, fields in SEQUENCES[name]:
+            if step == "turn":
+                world.assistant_turn(fields)
+            else:
+                seen.append(world.fire(step, **fields))
+        answers[fast] = seen
+        ledgers[fast] = _ledger_rows(world.db)
+        # The comparison means something only if the fast path answered some of the calls.
+        assert (world.fast_answers() > 0) is fast, world.fast_answers()
+    assert answers[True] == answers[False]
+
+    # Paths differ by directory; compare what the rows say, with each world's root removed.
+    def strip(rows: dict[str, list[tuple[Any, ...]]], root: Path) -> str:
+        return json.dumps(rows, sort_keys=True, default=str).replace(str(root), "ROOT")
+
+    assert strip(ledgers[True], tmp_path / "fast") == strip(ledgers[False], tmp_path / "full")
