@@ -428,24 +428,7 @@ class LedgerBase:
             and lease.state is LeaseState.LIVE
         ):
             self._end_lease(tx, now, lease, LeaseState.EXPIRED, "ttl passed", actor="ledger")
-        row = tx.one(
-            "INSERT INTO denial (node, presented_generation, current_generation, action, reason,"
-            " at) VALUES (?, ?, ?, ?, ?, ?) RETURNING denial_id",
-            (name, generation, node.generation, action, outcome.value, now),
-        )
-        assert row is not None
-        self._event(
-            tx,
-            now,
-            node=name,
-            kind="write.denied",
-            generation=generation,
-            actor=f"{name}@{generation}",
-            action=action,
-            reason=outcome.value,
-            current_generation=node.generation,
-            denial_id=int(row[0]),
-        )
+        denial_id = self._deny(tx, now, name, generation, node.generation, action, outcome.value)
         raise _CommitThenRaise(
             StaleGeneration(
                 f"{name} generation {generation} may not act ({outcome.value}; "
@@ -454,9 +437,24 @@ class LedgerBase:
                 presented_generation=generation,
                 current_generation=node.generation,
                 reason=outcome.value,
-                denial_id=int(row[0]),
+                denial_id=denial_id,
             )
         )
+
+    def _deny(
+        self, tx: Tx, now: int, node: str, presented: int, current: int, action: str, reason: str
+    ) -> int:
+        """Write a denial receipt and its history event; returns the denial's id."""
+        row = tx.one(
+            "INSERT INTO denial (node, presented_generation, current_generation, action, reason,"
+            " at) VALUES (?, ?, ?, ?, ?, ?) RETURNING denial_id",
+            (node, presented, current, action, reason, now),
+        )
+        assert row is not None
+        self._event(tx, now, node=node, kind="write.denied", generation=presented,
+                    actor=f"{node}@{presented}", action=action, reason=reason,
+                    current_generation=current, denial_id=int(row[0]))  # fmt: skip
+        return int(row[0])
 
     def _require_effect_rights(
         self, tx: Tx, now: int, node: str, generation: int, action: str
@@ -468,20 +466,12 @@ class LedgerBase:
         if row is None or row[0] == "RUNNING":
             return
         reason = "successor not yet challenged" if row[0] == "PROVISIONAL" else "birth failed"
-        denial = tx.one(
-            "INSERT INTO denial (node, presented_generation, current_generation, action, reason,"
-            " at) VALUES (?, ?, ?, ?, ?, ?) RETURNING denial_id",
-            (node, generation, generation, action, reason, now),
-        )
-        assert denial is not None
-        self._event(tx, now, node=node, kind="write.denied", generation=generation,
-                    actor=f"{node}@{generation}", action=action, reason=reason,
-                    current_generation=generation, denial_id=int(denial[0]))  # fmt: skip
+        denial_id = self._deny(tx, now, node, generation, generation, action, reason)
         raise _CommitThenRaise(
             StaleGeneration(
                 f"{node} generation {generation} has no effect rights yet ({reason})",
                 node=node, presented_generation=generation, current_generation=generation,
-                reason=reason, denial_id=int(denial[0]),
+                reason=reason, denial_id=denial_id,
             )
         )  # fmt: skip
 

@@ -418,16 +418,8 @@ class LeaseRecords(LedgerBase):
 
         def body(tx: Tx, now: int) -> Denial:
             current = self._get_node(tx, node).generation
-            row = tx.one(
-                "INSERT INTO denial (node, presented_generation, current_generation, action,"
-                " reason, at) VALUES (?, ?, ?, ?, ?, ?) RETURNING denial_id",
-                (node, presented_generation, current, action, reason, now),
-            )
-            assert row is not None
-            self._event(tx, now, node=node, kind="write.denied", generation=presented_generation,
-                        actor=f"{node}@{presented_generation}", action=action, reason=reason,
-                        current_generation=current, denial_id=int(row[0]))  # fmt: skip
-            return Denial(int(row[0]), node, presented_generation, current, action, reason,
+            denial_id = self._deny(tx, now, node, presented_generation, current, action, reason)
+            return Denial(denial_id, node, presented_generation, current, action, reason,
                           _at(now))  # fmt: skip
 
         return self._write(body)
