@@ -14,6 +14,7 @@ import click
 from onstation.cli.common import Options, body_generation, command_options, emit
 from onstation.core.errors import BadInput
 from onstation.core.names import validate_name
+from onstation.harness.adapters import CLAUDE_CODE, HOOK_HARNESSES
 
 
 def _by() -> str:
@@ -33,7 +34,7 @@ def _default_node(directory: str) -> str:
 
 
 @click.command("install")
-@click.argument("harness", type=click.Choice(["claude-code", "codex"]))
+@click.argument("harness", type=click.Choice(list(HOOK_HARNESSES)))
 @click.option("--project", "project", default=None, metavar="DIR", help="Install into DIR.")
 @click.option("--user", "user", is_flag=True, help="Install for the user (all projects).")
 @click.option("--node", "node_name", default=None, help="Identity the workspace works for.")
@@ -106,7 +107,7 @@ def install_cmd(
 
 
 @click.command("uninstall")
-@click.argument("harness", type=click.Choice(["claude-code", "codex"]))
+@click.argument("harness", type=click.Choice(list(HOOK_HARNESSES)))
 @click.option("--project", "project", default=None, metavar="DIR", help="Uninstall from DIR.")
 @click.option("--user", "user", is_flag=True, help="Uninstall the user-level install.")
 @command_options
@@ -130,7 +131,7 @@ def workspace() -> None:
 @workspace.command("bind")
 @click.argument("directory")
 @click.argument("node_name", metavar="NODE")
-@click.option("--harness", default="claude-code", show_default=True)
+@click.option("--harness", default=CLAUDE_CODE.name, show_default=True)
 @command_options
 def workspace_bind(directory: str, node_name: str, harness: str, opts: Options) -> None:
     """Bind DIRECTORY (and everything below it) to NODE."""

@@ -24,6 +24,8 @@ TYPE_CHECKING = False  # typing costs import time on the hook hot path
 if TYPE_CHECKING:
     from typing import Any
 
+    from onstation.harness.adapters import HarnessAdapter
+
 USAGE_HOOK = "usage: onstation hook claude-code|codex EVENT [--db URL]  (JSON payload on stdin)"
 USAGE_STATUS = "usage: onstation statusline [--wrap COMMAND] [--db URL]  (JSON on stdin)"
 #: A payload larger than this is not parsed (bounded time and memory); the rest of a larger
@@ -203,7 +205,9 @@ class _Answer:
     the process whatever the main thread is blocked in.
     """
 
-    def __init__(self, harness: str, event: str, budget: float, progress: dict[str, Any]) -> None:
+    def __init__(
+        self, harness: HarnessAdapter, event: str, budget: float, progress: dict[str, Any]
+    ) -> None:
         self.harness = harness
         self.event = event
         self.budget = budget
@@ -245,8 +249,7 @@ class _Answer:
     def _late_answer(self) -> tuple[dict[str, Any] | None, str]:
         spent = f"hook {self.event} ran out of its {self.budget:g} s budget"
         if self.event != "PreToolUse":
-            late = {"continue": True} if self.harness == "codex" and self.event == "Stop" else None
-            return late, f"{spent}; no decision"
+            return self.harness.no_decision(self.event), f"{spent}; no decision"
         got = self.progress
         if got.get("dispatched") or (
             got.get("standing") == "admitted" and got.get("effect_capable") is False
@@ -262,15 +265,17 @@ class _Answer:
 
 def hook_main(args: list[str]) -> int:
     """Run one hook call; always fail open, except that a body which may not act is denied."""
+    from onstation.harness.adapters import HOOK_HARNESSES, adapter
+
     args, db = _split_db(args)
-    if len(args) != 2 or args[0] not in ("claude-code", "codex"):
+    if len(args) != 2 or args[0] not in HOOK_HARNESSES:
         _note(USAGE_HOOK)
         return 1  # non-blocking in every harness: a broken install must not block the agent
     harness, event = args
     budget = _budget()
     deadline = time.monotonic() + budget / 2
     progress: dict[str, Any] = {}
-    answer = _Answer(harness, event, budget, progress)
+    answer = _Answer(adapter(harness), event, budget, progress)
     try:
         output, notes, code = _run(harness, event, db, deadline, progress)
     except Exception as exc:
@@ -285,11 +290,14 @@ def _run(
     harness: str, event: str, db: str | None, deadline: float, progress: dict[str, Any]
 ) -> tuple[dict[str, Any] | None, list[str], int]:
     """(JSON to print, notes for stderr, exit code) of one call."""
+    from onstation.harness.adapters import HookCall
+
     raw, oversized = _read_stdin()
     payload, problem = _parse(raw, oversized)
     if payload is None:
         fields = _top_level(raw, ("session_id", "cwd", "tool_name"))
         return _unjudged(harness, event, fields, db, problem)
+    call = HookCall.from_payload(harness, event, payload)  # the payload's one parse
     notes: list[str] = []
     # ONSTATION_HOOK_FAST_PATH=off sends every call down the full path: an escape hatch, and
     # how the differential test compares the two.
@@ -297,7 +305,7 @@ def _run(
         try:
             from onstation.relief.hotpath import NOT_HANDLED, try_fast
 
-            if try_fast(harness, event, payload, db, deadline) is not NOT_HANDLED:
+            if try_fast(call, db, deadline) is not NOT_HANDLED:
                 return None, [], 0
         except Exception as exc:
             notes.append(f"hook fast path skipped: {getattr(exc, 'message', None) or exc}")
@@ -309,7 +317,7 @@ def _run(
             runner = HookRunner(ledger, harness, config)
             runner.deadline = deadline
             runner.progress = progress
-            answer = runner.handle(event, payload)
+            answer = runner.handle(call)
         finally:
             ledger.close()
     except Exception as exc:
@@ -397,13 +405,14 @@ def statusline_main(args: list[str]) -> int:
 
 def _status_line(payload: dict[str, Any], db: str | None) -> str:
     from onstation.core.hull import fill_from_statusline
+    from onstation.harness.adapters import CLAUDE_CODE  # the status line is Claude Code's
     from onstation.relief.hooks import HookRunner
 
     reading = fill_from_statusline(payload)
     session_id = payload.get("session_id")
     ledger, config = _open(payload, db)
     try:
-        runner = HookRunner(ledger, "claude-code", config)
+        runner = HookRunner(ledger, CLAUDE_CODE.name, config)
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else os.getcwd()
         found = runner.records.node_for_workspace(str(cwd))
         node = found[0] if found else config.node
@@ -411,7 +420,7 @@ def _status_line(payload: dict[str, Any], db: str | None) -> str:
             pct = "?" if reading is None else f"{reading.percent:.0f}%"
             return f"onstation: unmanaged workspace · context {pct}"
         admission = runner.records.admit_session(
-            session_id, harness="claude-code", node=node, workspace=found[1] if found else None
+            session_id, harness=CLAUDE_CODE.name, node=node, workspace=found[1] if found else None
         )
         session = admission.session
         state = "body" if admission.admitted else ("FENCED" if admission.fenced else "NOT ADMITTED")

@@ -12,6 +12,7 @@ import click
 from onstation.cli.common import Options, body_generation, command_options, emit, positive_int
 from onstation.core.errors import BadInput
 from onstation.core.names import validate_name
+from onstation.harness.adapters import FAKE, HOOK_HARNESSES
 
 
 def _by() -> str:
@@ -26,7 +27,7 @@ def _by() -> str:
 @click.option(
     "--harness",
     default=None,
-    type=click.Choice(["claude-code", "codex", "command", "interactive", "fake"]),
+    type=click.Choice([*HOOK_HARNESSES, "command", "interactive", FAKE.name]),
     help="What launches the successor (default: what the body runs under, recorded "
     "at its admission; interactive: the next session started in the workspace "
     "takes over; fake: the test stand-in, only on a scratch workspace).",
@@ -358,7 +359,7 @@ def report_cmd(node_name: str, opts: Options) -> None:
 @click.command("supervise")
 @click.option("--team", "team_file", default=None, help="Team file (JSON): nodes to watch.")
 @click.option("--harness", default=None,
-              type=click.Choice(["claude-code", "codex", "interactive", "fake"]),
+              type=click.Choice([*HOOK_HARNESSES, "interactive", FAKE.name]),
               help="What launches successors (default: what each body runs under, recorded at "
                    "its admission; a body with nothing recorded is not relieved).")  # fmt: skip
 @click.option("--poll", type=float, default=1.0, show_default=True, help="Seconds between looks.")

@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from onstation.core.errors import BadInput, Conflict
+from onstation.harness.adapters import CLAUDE_CODE, CODEX, HOOK_HARNESSES, HarnessAdapter, find
 from onstation.harness.files import MAX_DOCUMENT_BYTES, read_bounded, write_inside
 
 RECORD = "onstation-install.json"
 
-CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
-                 "PreCompact", "SessionEnd"]  # fmt: skip
-CODEX_EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
-                "PreCompact"]  # fmt: skip
+#: The hook events install adds, per harness (the adapters hold them).
+CLAUDE_EVENTS = list(CLAUDE_CODE.hook_events)
+CODEX_EVENTS = list(CODEX.hook_events)
 
 RELIEF_SKILL = """---
 name: onstation-relief
@@ -132,19 +132,25 @@ def _write(base: Path, relative: Path, text: str) -> None:
     write_inside(base, list(relative.parts), text)
 
 
+def _hooked(harness: str) -> HarnessAdapter:
+    """The adapter of a harness onstation installs hooks into; BadInput for any other."""
+    found = find(harness, aliases=False)
+    if found is None or not found.has_hooks:
+        raise BadInput(f"unknown harness {harness!r}; use {' or '.join(HOOK_HARNESSES)}")
+    return found
+
+
 def settings_target(harness: str, *, project: str | None, user: bool) -> tuple[Path, Path]:
     """(base directory, settings file relative to it) for an install."""
     if (project is None) == (not user):
         raise BadInput("give exactly one of --project DIR or --user")
-    if harness == "claude-code":
-        if user:
-            base = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
-            return base, Path("settings.json")
-        return Path(project or "."), Path(".claude") / "settings.json"
+    host = _hooked(harness)
+    assert host.settings_dir is not None and host.settings_file is not None
     if user:
-        base = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
-        return base, Path("hooks.json")
-    return Path(project or "."), Path(".codex") / "hooks.json"
+        home = os.environ.get(host.settings_env) if host.settings_env else None
+        base = Path(home or Path.home() / host.settings_dir)
+        return base, Path(host.settings_file)
+    return Path(project or "."), Path(host.settings_dir) / host.settings_file
 
 
 def _prepare(
@@ -157,8 +163,7 @@ def _prepare(
     wrap_statusline: bool,
 ) -> tuple[Path, Path, dict[str, Any], list[tuple[Path, str]], dict[str, Any]]:
     """Everything install will write, computed and checked without writing anything."""
-    if harness not in ("claude-code", "codex"):
-        raise BadInput(f"unknown harness {harness!r}; use claude-code or codex")
+    host = _hooked(harness)
     base, relative = settings_target(harness, project=project, user=user)
     if project is not None and not base.is_dir():
         raise BadInput(f"--project: {base} is not a directory")
@@ -169,7 +174,7 @@ def _prepare(
     data, raw = _load_json(settings_path)
     indent = _indent_of(raw)
     exe = executable or onstation_command()
-    events = CLAUDE_EVENTS if harness == "claude-code" else CODEX_EVENTS
+    events = host.hook_events
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise BadInput(f"{settings_path}: 'hooks' must be an object")
@@ -185,7 +190,7 @@ def _prepare(
         added[event] = group
     statusline_before: Any = None
     statusline_added: Any = None
-    if harness == "claude-code":
+    if host.installs_statusline:
         statusline_before = data.get("statusLine")
         command = f"{shlex.quote(exe)} statusline"
         if (
@@ -199,7 +204,7 @@ def _prepare(
             statusline_added["padding"] = statusline_before["padding"]
         data["statusLine"] = statusline_added
     skill_files: list[tuple[Path, str]] = []
-    if harness == "claude-code":
+    if host.installs_skills:
         for name, template in (("onstation-relief", RELIEF_SKILL),
                                ("onstation-coord-respawn", COORD_SKILL)):  # fmt: skip
             target = settings_path.parent / "skills" / name / "SKILL.md"

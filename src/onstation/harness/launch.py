@@ -27,9 +27,16 @@ from pathlib import Path
 from typing import Any
 
 from onstation.core.errors import BadInput
+from onstation.harness.adapters import ADAPTERS, CLAUDE_CODE, CODEX, FAKE, HarnessAdapter, find
 from onstation.harness.witness import MARKER_ENV
 
-HARNESSES = ("fake", "claude-code", "codex", "command", "interactive")
+#: Launch modes that are no harness of their own: a command template, and the next
+#: interactive session started in the workspace.
+COMMAND = "command"
+INTERACTIVE = "interactive"
+
+#: Every ``--harness`` name a launcher is chosen by: each adapter's, then the two modes.
+HARNESSES = (*ADAPTERS, COMMAND, INTERACTIVE)
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,11 @@ def _write_private(path: Path, text: str) -> int:
     return fd
 
 
+def _program(host: HarnessAdapter) -> str:
+    assert host.program is not None, host.name
+    return host.program
+
+
 def _onstation() -> str:
     beside = Path(sys.executable).with_name("onstation")
     return str(beside) if beside.exists() else "onstation"
@@ -176,8 +188,8 @@ class FakeLauncher(Launcher):
     """The shipped fake harness (``onstation fake-agent``): no model provider needed."""
 
     #: The ``--harness`` name that selects this launcher (recorded for the next relief).
-    name = "fake"
-    harness = "claude-code"
+    name = FAKE.name
+    harness = FAKE.plan_harness
     model = "fake-claude"
     execution_class = "fake"
 
@@ -193,8 +205,8 @@ class ClaudeLauncher(Launcher):
     docs/relief.md, Launchers)."""
 
     #: The ``--harness`` name that selects this launcher (recorded for the next relief).
-    name = "claude-code"
-    harness = "claude-code"
+    name = CLAUDE_CODE.name
+    harness = CLAUDE_CODE.plan_harness
     execution_class = "real-provider"
     prompt_on_stdin = True
 
@@ -206,7 +218,7 @@ class ClaudeLauncher(Launcher):
         # under the id onstation chose (and recorded).
         session = ["--resume", spec.session_id] if spec.resume_transcript else [
             "--session-id", spec.session_id]  # fmt: skip
-        argv = ["claude", "-p", *session, "--output-format", "json"]
+        argv = [_program(CLAUDE_CODE), "-p", *session, "--output-format", "json"]
         if self.model:
             argv += ["--model", self.model]
         return argv + list(spec.extra_args)
@@ -216,8 +228,8 @@ class CodexLauncher(Launcher):
     """``codex exec`` in the workspace, the prompt on stdin (``-``), the flags given again."""
 
     #: The ``--harness`` name that selects this launcher (recorded for the next relief).
-    name = "codex"
-    harness = "codex-cli"
+    name = CODEX.name
+    harness = CODEX.plan_harness
     execution_class = "real-provider"
     prompt_on_stdin = True
 
@@ -225,7 +237,7 @@ class CodexLauncher(Launcher):
         self.model = model
 
     def argv(self, spec: LaunchSpec, prompt_path: str) -> list[str]:
-        argv = ["codex", "exec", "--json", "-C", spec.workspace]
+        argv = [_program(CODEX), "exec", "--json", "-C", spec.workspace]
         if self.model:
             argv += ["-m", self.model]
         # "-": the prompt is read from stdin (codex-rs/exec/src/cli.rs, PROMPT).
@@ -237,8 +249,8 @@ class CommandLauncher(Launcher):
     {prompt_file}`` are replaced in each argument (no shell is involved)."""
 
     #: The ``--harness`` name that selects this launcher (recorded for the next relief).
-    name = "command"
-    harness = "claude-code"
+    name = COMMAND
+    harness = CLAUDE_CODE.plan_harness
     execution_class = "real-provider"
 
     def __init__(self, template: str, execution_class: str = "real-provider") -> None:
@@ -266,8 +278,8 @@ class InteractiveLauncher(Launcher):
     the challenge itself."""
 
     #: The ``--harness`` name that selects this launcher (recorded for the next relief).
-    name = "interactive"
-    harness = "claude-code"
+    name = INTERACTIVE
+    harness = CLAUDE_CODE.plan_harness
     execution_class = "real-provider"
     interactive = True
 
@@ -276,17 +288,14 @@ class InteractiveLauncher(Launcher):
 
 
 def launcher_for(harness: str, *, model: str | None = None, command: str | None = None) -> Launcher:
-    """The launcher a ``--harness`` name selects."""
-    if harness == "interactive":
+    """The launcher a ``--harness`` name selects (a harness's own name, not an alias)."""
+    if harness == INTERACTIVE:
         return InteractiveLauncher()
-    if harness == "fake":
-        return FakeLauncher()
-    if harness == "claude-code":
-        return ClaudeLauncher(model)
-    if harness == "codex":
-        return CodexLauncher(model)
-    if harness == "command":
+    if harness == COMMAND:
         if command is None:
             raise BadInput("--harness command needs --command TEMPLATE")
         return CommandLauncher(command)
+    host = find(harness, aliases=False)
+    if host is not None:
+        return host.launcher(model)
     raise BadInput(f"--harness: one of {', '.join(HARNESSES)}, not {harness!r}")

@@ -28,11 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from onstation.core.errors import BlockedByPolicy, Conflict, OnstationError, StaleGeneration
+from onstation.harness.adapters import HOOK_HARNESSES, HookCall, adapter
 from onstation.harness.config import WorkspaceConfig
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import SESSION_LEASE_TTL, Admission, BodySession, HarnessLedger
 
-HARNESSES = ("claude-code", "codex")
+#: The harnesses whose hooks onstation answers (their adapters: harness/adapters.py).
+HARNESSES = HOOK_HARNESSES
 
 #: Hook event name -> the method answering it; any other event gets no answer.
 _HANDLERS = {
@@ -97,6 +99,7 @@ class HookRunner:
         self.ledger = ledger
         self.records = HarnessLedger(ledger)
         self.harness = harness
+        self.adapter = adapter(harness)
         self.config = config
         #: ``time.monotonic()`` by which effect classification must stop (None: no bound).
         self.deadline: float | None = None
@@ -107,40 +110,39 @@ class HookRunner:
 
     # -- entry ------------------------------------------------------------------------------
 
-    def handle(self, event: str, payload: dict[str, Any]) -> HookAnswer:
+    def handle(self, call: HookCall) -> HookAnswer:
         """Answer one event; unknown events and unmanaged workspaces get no answer."""
-        session_id = payload.get("session_id")
-        if not isinstance(session_id, str) or not session_id:
+        event = call.event
+        session_id = call.session_id
+        if not session_id:
             return HookAnswer(notes=["payload has no session_id; nothing recorded"])
-        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-        workspace = cwd or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+        workspace = call.cwd or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
         found = self.records.node_for_workspace(workspace)
         node = found[0] if found else self.config.node
         if node is None:
-            return self._codex_stop_default(event, HookAnswer())
+            return self._no_decision(event, HookAnswer())
         admission = self.records.admit_session(
             session_id, harness=self.harness, node=node,
             workspace=found[1] if found else workspace,
         )  # fmt: skip
         if admission.admitted:
             self._renew_if_due(admission.session)
-            path = payload.get("transcript_path")
+            path = call.transcript_path
             if (
-                isinstance(path, str)
-                and path
+                path
                 and path != admission.session.transcript_path
                 and event in ("SessionStart", "UserPromptSubmit", "PostToolUse")
             ):
                 self.records.set_transcript(session_id, os.path.expanduser(path))
         method = _HANDLERS.get(event)
         handler = getattr(self, method) if method is not None else None
-        answer = handler(admission, payload) if handler is not None else HookAnswer()
-        return self._codex_stop_default(event, answer)
+        answer = handler(admission, call) if handler is not None else HookAnswer()
+        return self._no_decision(event, answer)
 
-    def _codex_stop_default(self, event: str, answer: HookAnswer) -> HookAnswer:
-        # Codex requires JSON on stdout for Stop even when nothing is decided.
-        if self.harness == "codex" and event == "Stop" and answer.output is None:
-            answer.output = {"continue": True}
+    def _no_decision(self, event: str, answer: HookAnswer) -> HookAnswer:
+        # Some hosts need JSON on stdout even when nothing is decided (Codex, for Stop).
+        if answer.output is None:
+            answer.output = self.adapter.no_decision(event)
         return answer
 
     def _provisional_birth(self, session: BodySession) -> Any:
@@ -162,7 +164,7 @@ class HookRunner:
 
     # -- events -----------------------------------------------------------------------------
 
-    def on_session_start(self, admission: Admission, payload: dict[str, Any]) -> HookAnswer:
+    def on_session_start(self, admission: Admission, call: HookCall) -> HookAnswer:
         session = admission.session
         if admission.fenced:
             return HookAnswer(_context("SessionStart", self._fenced_text(session)))
@@ -172,8 +174,7 @@ class HookRunner:
         if birth is not None:
             return HookAnswer(_context("SessionStart", self._successor_start(session, birth)))
         parts: list[str] = []
-        source = payload.get("source")
-        if source in ("compact", "resume", "clear"):
+        if call.source in ("compact", "resume", "clear"):
             brief = self.records.latest_document(session.node, "brief")
             if brief is not None:
                 parts.append(
@@ -209,63 +210,61 @@ class HookRunner:
             f"{session.generation}. Answer your challenge before anything else."
         )
 
-    def on_user_prompt_submit(self, admission: Admission, payload: dict[str, Any]) -> HookAnswer:
+    def on_user_prompt_submit(self, admission: Admission, call: HookCall) -> HookAnswer:
         if admission.fenced:
             return HookAnswer(_context("UserPromptSubmit", self._fenced_text(admission.session)))
         if not admission.admitted:
             return HookAnswer()
-        self._telemetry(admission.session, payload)
+        self._telemetry(admission.session, call)
         pending = self._pending(admission.session)
         return HookAnswer(_context("UserPromptSubmit", "\n\n".join(pending)) if pending else None)
 
-    def on_pre_tool_use(self, admission: Admission, payload: dict[str, Any]) -> HookAnswer:
+    def on_pre_tool_use(self, admission: Admission, call: HookCall) -> HookAnswer:
         session = admission.session
         progress = self.progress
+        tool = call.tool_name
         if admission.fenced:
             progress["standing"] = "fenced"
-            return self._denied(session, payload, "fenced", self._fenced_text(session))
+            return self._denied(session, tool, "fenced", self._fenced_text(session))
         progress["standing"] = "admitted" if admission.admitted else "refused"
-        calls, stopped = self._classify_bounded(payload)
+        calls, stopped = self._classify_bounded(call)
         progress["effect_capable"] = bool(calls) or stopped is not None
         if not progress["effect_capable"]:
             return HookAnswer()
         if not admission.admitted:
-            return self._denied(
-                session, payload, "not admitted", self._refused_text(admission), calls
-            )
+            return self._denied(session, tool, "not admitted", self._refused_text(admission), calls)
         from onstation.harness.effects import TOO_MANY
 
         if stopped == TOO_MANY:
             return self._denied(
-                session, payload, "too many effects",
+                session, tool, "too many effects",
                 f"onstation: too many effects in one call (more than {MAX_EFFECTS_PER_CALL}); "
                 f"split it into calls of at most {MAX_EFFECTS_PER_CALL} effects, so that each "
                 "one is journaled.", calls,
             )  # fmt: skip
         if stopped is not None:
             return self._denied(
-                session, payload, "over time budget",
+                session, tool, "over time budget",
                 "onstation: the effects of this call could not be resolved within the hook's "
                 "time budget; split it into smaller calls.", calls,
             )  # fmt: skip
-        return self._journal(session, payload, calls)
+        return self._journal(session, call, calls)
 
-    def _journal(
-        self, session: BodySession, payload: dict[str, Any], calls: list[Any]
-    ) -> HookAnswer:
+    def _journal(self, session: BodySession, call: HookCall, calls: list[Any]) -> HookAnswer:
         """Every effect of the call INTENDED, then every one DISPATCHED; or the call denied."""
         generation = session.generation
-        tool_use_id = payload.get("tool_use_id")
+        # The caller reference is the payload's id whatever its type (str() of it): as given.
+        tool_use_id = call.raw.get("tool_use_id")
         created: list[str] = []  # ours alone to fail again if the call is denied
         effects: list[str] = []
         try:
-            for call in calls:
+            for each in calls:
                 effect, new = self.ledger.intend_effect(
                     session.node,
                     generation=generation,
-                    operation=call.operation,
-                    destination=call.destination,
-                    arguments=call.arguments,
+                    operation=each.operation,
+                    destination=each.destination,
+                    arguments=each.arguments,
                     caller_ref=str(tool_use_id or "") or None,
                 )
                 if new:
@@ -278,8 +277,8 @@ class HookRunner:
         except Conflict as exc:
             self._abandon(session, created)
             return self._denied(
-                session, payload, "repeat", f"onstation: not repeating an effect: {exc.message}",
-                calls,
+                session, call.tool_name, "repeat",
+                f"onstation: not repeating an effect: {exc.message}", calls,
             )  # fmt: skip
         except StaleGeneration as exc:
             # The ledger kept the receipt of this refusal itself.
@@ -288,10 +287,12 @@ class HookRunner:
             return HookAnswer(_deny(f"onstation: this body may not act: {exc.message}"))
         except BlockedByPolicy as exc:
             self._abandon(session, created)
-            return self._denied(session, payload, "halted", f"onstation: {exc.message}", calls)
+            return self._denied(
+                session, call.tool_name, "halted", f"onstation: {exc.message}", calls
+            )
         self.progress["dispatched"] = True
-        if isinstance(tool_use_id, str) and tool_use_id:
-            self.records.record_tool_call(tool_use_id, session.session_id, effects[0])
+        if call.tool_use_id:
+            self.records.record_tool_call(call.tool_use_id, session.session_id, effects[0])
         return HookAnswer()
 
     def _abandon(self, session: BodySession, effect_ids: list[str]) -> None:
@@ -307,15 +308,14 @@ class HookRunner:
     def _denied(
         self,
         session: BodySession,
-        payload: dict[str, Any],
+        tool: str | None,
         reason: str,
         text: str,
         calls: list[Any] | None = None,
     ) -> HookAnswer:
         """Deny a PreToolUse and keep the receipt (the session and the tool) in the ledger."""
-        tool = payload.get("tool_name")
         action = f"{self.harness} session {session.session_id}: PreToolUse "
-        action += tool if isinstance(tool, str) else "(no tool name)"
+        action += tool if tool is not None else "(no tool name)"
         if calls:
             action += f": {calls[0].summary}"
             if len(calls) > 1:
@@ -336,33 +336,33 @@ class HookRunner:
         if session is None:
             return None
         current = self.ledger.get_node(session.node).generation
-        payload = {"tool_name": tool_name}
+        tool = tool_name if isinstance(tool_name, str) else None
         if session.state == "ADMITTED" and session.generation != current:
             text = self._fenced_text(session)
-            return self._denied(session, payload, "fenced", f"{text} ({problem})")
+            return self._denied(session, tool, "fenced", f"{text} ({problem})")
         if session.state == "ADMITTED":
             lease = self.ledger.live_lease(session.node)
             if lease is not None and lease.lease_id == session.lease_id:
                 return None
         return self._denied(
-            session, payload, "not admitted",
+            session, tool, "not admitted",
             f"onstation: this session is not the live body of {session.node}, and this call "
             f"could not be checked ({problem}); it is denied.",
         )  # fmt: skip
 
-    def on_post_tool_use(self, admission: Admission, payload: dict[str, Any]) -> HookAnswer:
+    def on_post_tool_use(self, admission: Admission, call: HookCall) -> HookAnswer:
         session = admission.session
         if admission.fenced:
             return HookAnswer(_context("PostToolUse", self._fenced_text(session)))
         if not admission.admitted:
             return HookAnswer()
-        tool_use_id = payload.get("tool_use_id")
-        if isinstance(tool_use_id, str) and tool_use_id:
+        tool_use_id = call.tool_use_id
+        if tool_use_id:
             effect_id = self.records.effect_for_tool_call(tool_use_id)
             if effect_id is not None:
                 from onstation.core.effects import EffectState
 
-                result = _result_summary(payload.get("tool_response"))
+                result = _result_summary(call.tool_response)
                 # One call may carry several effects (`git push a; git push b`): each was
                 # journaled under this call's id, and the tool's result settles every one.
                 dispatched = [
@@ -375,11 +375,11 @@ class HookRunner:
                     self.ledger.observe_effect(each, generation=session.generation,
                                                result=result)  # fmt: skip
                     self.ledger.commit_effect(each, generation=session.generation)
-        self._telemetry(session, payload)
+        self._telemetry(session, call)
         pending = self._pending(session)
         return HookAnswer(_context("PostToolUse", "\n\n".join(pending)) if pending else None)
 
-    def on_stop(self, admission: Admission, payload: dict[str, Any]) -> HookAnswer:
+    def on_stop(self, admission: Admission, call: HookCall) -> HookAnswer:
         session = admission.session
         if not admission.admitted:
             return HookAnswer()
@@ -399,9 +399,9 @@ class HookRunner:
         )
         return HookAnswer({"decision": "block", "reason": reason})
 
-    def on_pre_compact(self, admission: Admission, payload: dict[str, Any]) -> HookAnswer:
+    def on_pre_compact(self, admission: Admission, call: HookCall) -> HookAnswer:
         session = admission.session
-        trigger = payload.get("trigger") if isinstance(payload.get("trigger"), str) else None
+        trigger = call.trigger
 
         with self.ledger.transaction() as unit:
             unit.event(node=session.node, kind="hull.precompact", generation=session.generation,
@@ -409,11 +409,11 @@ class HookRunner:
                        admitted=admission.admitted)  # fmt: skip
         return HookAnswer()
 
-    def on_session_end(self, admission: Admission, payload: dict[str, Any]) -> HookAnswer:
+    def on_session_end(self, admission: Admission, call: HookCall) -> HookAnswer:
         """A clean end releases the body's lease: the lead does not take it for a crash, and
         the next session is admitted at once. A /clear or /resume is not an end."""
         session = admission.session
-        reason = payload.get("reason") if isinstance(payload.get("reason"), str) else "other"
+        reason = call.reason if call.reason is not None else "other"
         if not admission.admitted or reason in _CONTINUING_END_REASONS:
             return HookAnswer()
         lease = self.ledger.live_lease(session.node)
@@ -427,21 +427,21 @@ class HookRunner:
 
     # -- helpers ----------------------------------------------------------------------------
 
-    def _classify_bounded(self, payload: dict[str, Any]) -> tuple[list[Any], str | None]:
+    def _classify_bounded(self, call: HookCall) -> tuple[list[Any], str | None]:
         from onstation.harness.effects import (
             DEFAULT_PATTERNS,
             classify_bounded,
             patterns_from_mapping,
         )
 
-        tool_name = payload.get("tool_name")
-        tool_input = payload.get("tool_input")
-        if not isinstance(tool_name, str) or not isinstance(tool_input, dict):
+        tool_name = call.tool_name
+        tool_input = call.tool_input
+        if tool_name is None or tool_input is None:
             return [], None
         patterns = (
             patterns_from_mapping(self.config.effects) if self.config.effects else DEFAULT_PATTERNS
         )
-        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else os.getcwd()
+        cwd = call.cwd if call.cwd is not None else os.getcwd()
         return classify_bounded(
             tool_name, tool_input, str(cwd), patterns,
             max_effects=MAX_EFFECTS_PER_CALL, deadline=self.deadline,
@@ -457,24 +457,19 @@ class HookRunner:
             return policy_from_mapping(tiers)
         return PRESETS["relief"]
 
-    def _telemetry(self, session: BodySession, payload: dict[str, Any]) -> None:
-        path = payload.get("transcript_path")
-        if not isinstance(path, str) or not path:
+    def _telemetry(self, session: BodySession, call: HookCall) -> None:
+        path = call.transcript_path
+        if not path:
             return
         path = os.path.expanduser(path)
         if not os.path.isfile(path):
             return
         from onstation.harness.transcript import TranscriptCursor
 
-        if self.harness == "codex":
-            from onstation.harness.codex import read_fill
-        else:
-            from onstation.harness.transcript import read_fill
         cursor = None
         if session.telemetry_cursor is not None:
             cursor = TranscriptCursor.from_json(session.telemetry_cursor)
-        model = payload.get("model") if isinstance(payload.get("model"), str) else None
-        reading, new_cursor = read_fill(path, cursor, model=model)
+        reading, new_cursor = self.adapter.read_fill(path, cursor, model=call.model)
         self.records.set_cursor(session.session_id, new_cursor.to_json())
         if reading is not None:
             self.observe_fill(session, reading)

@@ -1,5 +1,5 @@
-"""The hook fast path: the common call answered with the standard library, sqlite3 and the
-transcript reader only, in one SQLite transaction.
+"""The hook fast path: the common call answered with the standard library, sqlite3, the
+harness adapters and the transcript reader only, in one SQLite transaction.
 
 Most hook calls change nothing that matters: an admitted, current body reads a tool's
 result, its tier is unchanged, no message waits for it. Those calls are answered here
@@ -18,11 +18,14 @@ import os
 import sqlite3
 import time
 
+from onstation.harness.adapters import HOOK_HARNESSES, adapter
 from onstation.ledger import fastpath as queries
 
 TYPE_CHECKING = False  # typing costs import time on the hook hot path
 if TYPE_CHECKING:
     from typing import Any
+
+    from onstation.harness.adapters import HookCall
 
 #: Events the fast path may answer; every other event takes the full path.
 FAST_EVENTS = frozenset({"PreToolUse", "PostToolUse", "UserPromptSubmit"})
@@ -53,16 +56,16 @@ def _sqlite_path(url: str | None) -> str | None:
 
 
 def _effect_capable(
-    payload: dict[str, Any], config: dict[str, Any], deadline: float | None = None
+    call: HookCall, config: dict[str, Any], deadline: float | None = None
 ) -> bool | None:
     """False when certainly inert, True when effect-capable, None when unsure."""
-    tool = payload.get("tool_name")
-    if not isinstance(tool, str):
+    tool = call.tool_name
+    if tool is None:
         return None
     if tool in _INERT_TOOLS and not config.get("effects"):
         return False
-    tool_input = payload.get("tool_input")
-    if not isinstance(tool_input, dict):
+    tool_input = call.tool_input
+    if tool_input is None:
         return None
     from onstation.harness.effects import (
         DEFAULT_PATTERNS,
@@ -73,7 +76,7 @@ def _effect_capable(
     patterns = (
         patterns_from_mapping(config["effects"]) if config.get("effects") else (DEFAULT_PATTERNS)
     )
-    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else os.getcwd()
+    cwd = call.cwd if call.cwd is not None else os.getcwd()
     # The first effect decides; the full path reads the rest (a command of thousands of
     # pushes costs one resolution here, not thousands).
     found, stopped = classify_bounded(
@@ -100,22 +103,16 @@ def raw_config(start: str) -> dict[str, Any] | None:
         here = parent
 
 
-def try_fast(
-    harness: str,
-    event: str,
-    payload: dict[str, Any],
-    db: str | None,
-    deadline: float | None = None,
-) -> object:
+def try_fast(call: HookCall, db: str | None, deadline: float | None = None) -> object:
     """Answer the call here (returns None: nothing to print) or return NOT_HANDLED.
 
     ``deadline`` (``time.monotonic()``) bounds the effect classification of a PreToolUse.
     """
-    if event not in FAST_EVENTS or harness not in ("claude-code", "codex"):
+    if call.event not in FAST_EVENTS or call.harness not in HOOK_HARNESSES:
         return NOT_HANDLED
-    session_id = payload.get("session_id")
-    cwd = payload.get("cwd")
-    if not isinstance(session_id, str) or not session_id or not isinstance(cwd, str):
+    session_id = call.session_id
+    cwd = call.cwd
+    if not session_id or cwd is None:
         return NOT_HANDLED
     if not os.path.isdir(cwd):
         return NOT_HANDLED
@@ -131,7 +128,7 @@ def try_fast(
         conn.execute("PRAGMA synchronous = FULL")
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             return NOT_HANDLED
-        return _answer(conn, harness, event, payload, session_id, cwd, config, deadline)
+        return _answer(conn, call, session_id, cwd, config, deadline)
     except sqlite3.Error:
         return NOT_HANDLED  # e.g. a ledger not yet migrated: the full path says why
     finally:
@@ -140,14 +137,13 @@ def try_fast(
 
 def _answer(
     conn: sqlite3.Connection,
-    harness: str,
-    event: str,
-    payload: dict[str, Any],
+    call: HookCall,
     session_id: str,
     cwd: str,
     config: dict[str, Any],
     deadline: float | None = None,
 ) -> object:
+    event = call.event
     reading: Any = None
     cursor_json: str | None = None
     row = conn.execute(queries.SESSION_CURSOR, (session_id,)).fetchone()
@@ -161,10 +157,10 @@ def _answer(
         # outside any transaction (it may run git).
         if row[1] != "ADMITTED" or row[2] != row[3]:
             return NOT_HANDLED
-        if _effect_capable(payload, config, deadline) is not False:
+        if _effect_capable(call, config, deadline) is not False:
             return NOT_HANDLED
     else:
-        reading, cursor_json = _read_transcript(harness, payload, row[0])
+        reading, cursor_json = _read_transcript(call, row[0])
     conn.execute("BEGIN IMMEDIATE")
     try:
         row = conn.execute(queries.SESSION_STATE, (session_id,)).fetchone()
@@ -172,7 +168,7 @@ def _answer(
         if (
             row is None
             or row[2] != "ADMITTED"
-            or row[3] != harness
+            or row[3] != call.harness
             or row[1] != row[4]
             or row[5] != "LIVE"
             or row[6] - now < _RENEW_WHEN_LEFT_US
@@ -186,9 +182,9 @@ def _answer(
             conn.execute("ROLLBACK")
             return NOT_HANDLED  # a successor under challenge heartbeats on the full path
         journaled = None
-        if event == "PostToolUse" and isinstance(payload.get("tool_use_id"), str):
+        if event == "PostToolUse" and call.tool_use_id is not None:
             # The result of a journaled effect is recorded by the full path.
-            journaled = conn.execute(queries.JOURNALED_CALL, (payload["tool_use_id"],)).fetchone()
+            journaled = conn.execute(queries.JOURNALED_CALL, (call.tool_use_id,)).fetchone()
         if pending is not None or journaled is not None:
             conn.execute("ROLLBACK")
             return NOT_HANDLED
@@ -220,22 +216,15 @@ def _answer(
     return None
 
 
-def _read_transcript(
-    harness: str, payload: dict[str, Any], stored: str | None
-) -> tuple[Any, str | None]:
-    path = payload.get("transcript_path")
-    if not isinstance(path, str) or not path:
+def _read_transcript(call: HookCall, stored: str | None) -> tuple[Any, str | None]:
+    path = call.transcript_path
+    if not path:
         return None, None
     path = os.path.expanduser(path)
     if not os.path.isfile(path):
         return None, None
     from onstation.harness.transcript import TranscriptCursor
 
-    if harness == "codex":
-        from onstation.harness.codex import read_fill
-    else:
-        from onstation.harness.transcript import read_fill
     cursor = TranscriptCursor.from_json(json.loads(stored)) if stored else None
-    model = payload.get("model") if isinstance(payload.get("model"), str) else None
-    reading, new_cursor = read_fill(path, cursor, model=model)
+    reading, new_cursor = adapter(call.harness).read_fill(path, cursor, model=call.model)
     return reading, json.dumps(new_cursor.to_json(), sort_keys=True)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from onstation.core.errors import BadInput, OnstationError
+from onstation.harness.adapters import CLAUDE_CODE, find
 from onstation.harness.launch import Launcher
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import HarnessLedger
@@ -369,7 +370,9 @@ class Relief(LaunchAndSettle):
         detail = respawn.reason if not halted else f"halted: {halted[0].why}"
         incident = self.opts.incident
         recorded = self.records.recorded_launcher(self.node) or {}
-        source_harness = "codex" if recorded.get("harness") == "codex" else "claude-code"
+        # The recorded launcher's own name (not an alias) picks the adapter; Claude Code else.
+        host = find(recorded.get("harness"), aliases=False) or CLAUDE_CODE
+        source_harness = host.source_harness
         return {
             "schema": "onstation.incident/v1",
             "asOf": _iso(now),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from onstation.core.errors import BadInput, BlockedByPolicy, Conflict, OnstationError
+from onstation.harness.adapters import CLAUDE_CODE, find
 from onstation.harness.launch import LaunchedBody, Launcher, LaunchSpec
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import INTERACTIVE_HOLDER, HarnessLedger
@@ -113,7 +114,8 @@ class LaunchAndSettle:
                                           execution_class=execution_class,
                                           evidence_digest=capsule["digest"])  # fmt: skip
         interactive = getattr(launcher, "interactive", False)
-        session_harness = "codex" if launcher.harness in ("codex", "codex-cli") else "claude-code"
+        # The hook harness the successor's sessions speak (Claude Code for any other launcher).
+        session_harness = (find(launcher.harness) or CLAUDE_CODE).session_harness
         session_id = str(uuid.uuid4())
         holder = INTERACTIVE_HOLDER if interactive else f"{session_harness} session {session_id}"
         native = disposition == "NATIVE_RESUME_ELIGIBLE" and self.native is not None

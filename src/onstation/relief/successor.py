@@ -9,6 +9,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from onstation.harness.adapters import find
 from onstation.harness.launch import Launcher
 
 #: Directories a relief writes into (reports, briefs, successor logs, coordinator files).
@@ -87,9 +88,8 @@ def _missing_executable(launcher: Launcher) -> str | None:
     if getattr(launcher, "interactive", False):
         return None
     template = getattr(launcher, "template", None)
-    program = {"claude-code": "claude", "codex": "codex", "codex-cli": "codex"}.get(
-        _launcher_name(launcher)
-    )  # fmt: skip
+    host = find(_launcher_name(launcher))
+    program = host.program if host is not None else None
     if template:
         program = template[0]
     if program is None or shutil.which(program) is not None:
