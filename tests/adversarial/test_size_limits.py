@@ -310,3 +310,16 @@ def test_install_writes_nothing_when_a_skill_is_in_the_way(tmp_path: Path) -> No
         ".claude/skills/onstation-coord-respawn/SKILL.md"
     ]
     assert not (tmp_path / "ledger.db").exists()
+
+
+def test_the_fast_path_reads_the_configuration_within_the_same_limit(tmp_path: Path) -> None:
+    """Before the fix the hook fast path read the workspace configuration whole."""
+    from onstation.relief import hotpath
+
+    assert hotpath.MAX_CONFIG_BYTES == MAX_SMALL_JSON_BYTES
+    (tmp_path / ".onstation").mkdir()
+    config = tmp_path / ".onstation" / "config.json"
+    config.write_text('{"node": "x"}')
+    assert hotpath.raw_config(str(tmp_path)) == {"node": "x"}
+    config.write_text('{"node": "x", "pad": "' + "x" * MAX_SMALL_JSON_BYTES + '"}')
+    assert hotpath.raw_config(str(tmp_path)) is None  # unreadable here: the full path says why

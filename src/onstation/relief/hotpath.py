@@ -42,6 +42,10 @@ _RENEW_WHEN_LEFT_US = 6 * 3600 * 1_000_000
 
 NOT_HANDLED = object()
 
+#: The workspace configuration's size limit (``harness.files.MAX_SMALL_JSON_BYTES``; kept
+#: here so the fast path does not import that module, and checked equal by a test).
+MAX_CONFIG_BYTES = 1 << 20
+
 
 def _sqlite_path(url: str | None) -> str | None:
     """The SQLite file a ledger URL names, or None for PostgreSQL or a malformed URL (both
@@ -92,9 +96,13 @@ def raw_config(start: str) -> dict[str, Any] | None:
         candidate = os.path.join(here, ".onstation", "config.json")
         if os.path.isfile(candidate):
             try:
-                with open(candidate, encoding="utf-8") as fh:
-                    data = json.load(fh)
-            except (OSError, ValueError):
+                # Bounded like every input (the full path reports an oversized file).
+                with open(candidate, "rb") as fh:
+                    raw = fh.read(MAX_CONFIG_BYTES + 1)
+                if len(raw) > MAX_CONFIG_BYTES:
+                    return None
+                data = json.loads(raw.decode("utf-8"))
+            except (OSError, ValueError, RecursionError):
                 return None
             return data if isinstance(data, dict) else None
         parent = os.path.dirname(here)
