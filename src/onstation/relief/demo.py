@@ -27,6 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from onstation.harness.adapters import FAKE
+
 _ADDRESS = "demo@onstation.invalid"
 GIT_ENV = {"GIT_AUTHOR_NAME": "demo", "GIT_AUTHOR_EMAIL": _ADDRESS,
            "GIT_COMMITTER_NAME": "demo", "GIT_COMMITTER_EMAIL": _ADDRESS}  # fmt: skip
@@ -140,8 +142,10 @@ def run_demo(*, keep: bool, say: Any, stall: float = 120.0) -> dict[str, Any]:
                 _git(clone, "checkout", "-q", "-b", member.branch)
                 # The demo made this clone: its fake agents (and their successors) may work in it.
                 mark_scratch_workspace(clone)
-                records.bind_workspace(str(clone), member.node, harness="claude-code", by="demo")
-                install("claude-code", project=str(clone), user=False, node=member.node)
+                records.bind_workspace(
+                    str(clone), member.node, harness=FAKE.session_harness, by="demo"
+                )
+                install(FAKE.session_harness, project=str(clone), user=False, node=member.node)
                 write_config(clone, {"node": member.node, "db": db, "tiers": member.tiers,
                                      "supervised": member.supervised or None})  # fmt: skip
                 say(

@@ -22,6 +22,7 @@ from typing import Any
 from onstation.core.effects import EffectState
 from onstation.core.errors import Conflict, OnstationError, StaleGeneration
 from onstation.core.governor import RespawnPolicy
+from onstation.harness.adapters import FAKE
 from onstation.harness.evidence import git
 from onstation.ledger import Ledger, to_us
 from onstation.ledger.bodies import HarnessLedger
@@ -188,8 +189,8 @@ class _Run:
         for i, node in enumerate(self.nodes):
             ledger.register_node(node, role="executor", by=OPERATOR)
             ledger.open_episode(node, f"simulated work of {node}", by=OPERATOR)
-            records.bind_workspace(str(self.root / "repo" / node), node, harness="claude-code",
-                                   by="sim")  # fmt: skip
+            records.bind_workspace(str(self.root / "repo" / node), node,
+                                   harness=FAKE.session_harness, by="sim")  # fmt: skip
             ledger.acquire_lease(node, holder=f"sim first body of {node}", ttl=BODY_TTL,
                                  by=OPERATOR)  # fmt: skip
             w.start_body(node, 1, challenge=None)

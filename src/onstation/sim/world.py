@@ -18,6 +18,7 @@ from random import Random
 from typing import Any
 
 from onstation.core.errors import BlockedByPolicy, Conflict, OnstationError, StaleGeneration
+from onstation.harness.adapters import FAKE
 from onstation.harness.launch import LaunchedBody, Launcher, LaunchSpec
 from onstation.ledger import Ledger
 
@@ -478,7 +479,7 @@ class SimLauncher(Launcher):
     """The launcher the relief is given: starts simulated bodies, sometimes fails to."""
 
     name = "sim"
-    harness = "claude-code"
+    harness = FAKE.session_harness  # simulated bodies speak as the fake agent does
     execution_class = "fake"
     model: str | None = None
 

@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from onstation.harness.adapters import FAKE
 from onstation.harness.fake_agent.answers import HandlerAnswer, HookReply
 from onstation.harness.fake_agent.common import AgentError, Log, onstation_argv
 
@@ -71,7 +72,7 @@ class Hooks:
     def commands(self, event: str, tool: str | None) -> list[list[str] | str]:
         """Shell strings from settings.json; without any, the CLI itself as an argv list."""
         if self.settings is None:
-            return [[*onstation_argv(), "hook", "claude-code", event]]
+            return [[*onstation_argv(), "hook", FAKE.session_harness, event]]
         found: list[list[str] | str] = []
         for group in self.settings.get(event) or []:
             if not isinstance(group, dict) or not matches(group.get("matcher"), tool):
