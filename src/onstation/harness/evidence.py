@@ -1,7 +1,9 @@
 """The one way onstation runs git, and the git evidence it collects about a workspace.
 
-:func:`git` is the only git runner of the relief, plan and simulation code (the effect
-classifier and the fake agent keep their own for now). Its policy, for every call:
+:func:`git` is the only git runner of the relief, plan and simulation code. The effect
+classifier runs its read-only git queries through :func:`run_captured` too, with the agent's
+own environment (it predicts what the agent's git will do, so it must see the agent's
+``GIT_*`` variables); the fake agent runs git as an agent would. Its policy, for every call:
 
 - **Timeout**: each call is bounded (``timeout``, default :data:`GIT_TIMEOUT` seconds). On
   expiry the whole process group is killed (git runs in a new session, so a pager, a
@@ -41,7 +43,15 @@ from typing import Literal, overload
 
 from onstation.plan.evidence import DiffEntry, GitEvidence, WorkTreeDiff
 
-__all__ = ["GIT_TIMEOUT", "DiffEntry", "GitEvidence", "WorkTreeDiff", "collect", "git"]
+__all__ = [
+    "GIT_TIMEOUT",
+    "DiffEntry",
+    "GitEvidence",
+    "WorkTreeDiff",
+    "collect",
+    "git",
+    "run_captured",
+]
 
 GIT_TIMEOUT = 30.0
 _POLICY_ENV = {
@@ -94,7 +104,7 @@ def git(
     (raises instead with ``check=True``); ``env`` is added to the policy environment."""
     argv = ["git", "-C", os.fspath(cwd), *args]
     try:
-        code, out, err = _run(argv, timeout, git_environment(env))
+        code, out, err = run_captured(argv, timeout=timeout, env=git_environment(env))
     except (OSError, subprocess.TimeoutExpired):
         if check:
             raise
@@ -106,9 +116,16 @@ def git(
     return out.strip() if strip else out
 
 
-def _run(argv: list[str], timeout: float, env: dict[str, str]) -> tuple[int, str, str]:
+def run_captured(
+    argv: list[str], *, timeout: float, env: Mapping[str, str], cwd: str | None = None
+) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of ``argv`` run the way every git of onstation runs: no
+    stdin, no terminal, a new session whose whole process group is killed on timeout (which
+    raises :class:`subprocess.TimeoutExpired`). The environment is the caller's choice:
+    :func:`git` passes its policy; the effect classifier passes the agent's own."""
     with subprocess.Popen(
         argv,
+        cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

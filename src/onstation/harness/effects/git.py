@@ -63,6 +63,10 @@ class _Git:
                 return result
         import subprocess
 
+        from onstation.harness.evidence import run_captured
+
+        # The agent's own environment, not the evidence policy: this predicts what the
+        # agent's git will do, so it must see the agent's GIT_* variables.
         env = {
             **os.environ,
             **self.extra_env,
@@ -72,16 +76,13 @@ class _Git:
         }
         record: dict[str, Any] = {"argv": argv, "cwd": self.cwd}
         try:
-            done = subprocess.run(
-                argv, cwd=self.cwd, capture_output=True, text=True, timeout=timeout, check=False,
-                env=env,
-            )  # fmt: skip
-            result = (done.returncode, done.stdout)
-            record["rc"] = done.returncode
-            if done.returncode != 0 and done.stderr.strip():
-                record["stderr"] = done.stderr.strip()[:300]
-            elif done.stdout:
-                record["out"] = done.stdout.strip().replace("\x00", "\n")[:300]
+            code, out, err = run_captured(argv, timeout=timeout, env=env, cwd=self.cwd)
+            result = (code, out)
+            record["rc"] = code
+            if code != 0 and err.strip():
+                record["stderr"] = err.strip()[:300]
+            elif out:
+                record["out"] = out.strip().replace("\x00", "\n")[:300]
         except subprocess.TimeoutExpired:
             result = (None, "")
             record["error"] = "timed out"
