@@ -30,6 +30,7 @@ from onstation.core.types import (
     Halt,
 )
 from onstation.ledger.backends import Backend, Row, Tx, open_backend
+from onstation.ledger.named_queries import queries
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]
@@ -179,6 +180,10 @@ class LedgerBase:
 
     # ----------------------------------------------------------------------------------------
     # transaction plumbing
+
+    def _q(self, name: str) -> str:
+        """The named query ``name`` in this backend's dialect (``queries/<dialect>.sql``)."""
+        return queries(self.backend.name)[name]
 
     def now(self) -> datetime:
         """The ledger's clock (wall time, UTC): the time its records are stamped with."""

@@ -43,7 +43,7 @@ class Governance(LedgerBase):
         counted = [
             _at(r[0])
             for r in tx.all(
-                "SELECT at FROM respawn WHERE node = ? AND kind = ? AND at > ?",
+                self._q("respawns_since"),
                 (node.node, kind, now - int(policy.window.total_seconds() * 1_000_000)),
             )
         ]
@@ -93,10 +93,7 @@ class Governance(LedgerBase):
                         reason=status.reason,
                     )
                 )
-            tx.run(
-                "INSERT INTO respawn (node, at, by, kind) VALUES (?, ?, ?, ?)",
-                (node, now, by, kind),
-            )
+            tx.run(self._q("respawn_insert"), (node, now, by, kind))
             self._event(tx, now, node=node, kind="respawn.counted", generation=current.generation,
                         actor=by, count=status.count_in_window, limit=status.limit,
                         respawn_kind=kind)  # fmt: skip
@@ -136,7 +133,7 @@ class Governance(LedgerBase):
             if current.breaker_open == is_open:
                 return current
             tx.run(
-                "UPDATE agent_node SET breaker_open = ?, breaker_reason = ? WHERE name = ?",
+                self._q("breaker_set"),
                 (1 if is_open else 0, f"{why} (by {by})" if is_open else None, node),
             )
             kind = "breaker.opened" if is_open else "breaker.closed"
@@ -162,19 +159,10 @@ class Governance(LedgerBase):
             self.backend.lock_gate(tx, exclusive=True)
             if node is not None:
                 self._lock_node(tx, node)
-            row = tx.one(
-                "SELECT halt_id, node, by, why, at, lifted_at, lifted_by FROM halt "
-                "WHERE lifted_at IS NULL "
-                "AND (node = ? OR (node IS NULL AND CAST(? AS TEXT) IS NULL))",
-                (node, node),
-            )
+            row = tx.one(self._q("halt_active_in_scope"), (node, node))
             if row is not None:
                 return self._halt(row)
-            created = tx.one(
-                "INSERT INTO halt (node, by, why, at) VALUES (?, ?, ?, ?) "
-                "RETURNING halt_id, node, by, why, at, lifted_at, lifted_by",
-                (node, by, why, now),
-            )
+            created = tx.one(self._q("halt_insert"), (node, by, why, now))
             assert created is not None
             self._event(tx, now, node=node, kind="halt.raised", generation=None, actor=by,
                         why=why, halt_id=int(created[0]))  # fmt: skip
@@ -190,13 +178,7 @@ class Governance(LedgerBase):
 
         def body(tx: Tx, now: int) -> list[Halt]:
             self.backend.lock_gate(tx, exclusive=True)
-            rows = tx.all(
-                "UPDATE halt SET lifted_at = ?, lifted_by = ? "
-                "WHERE lifted_at IS NULL "
-                "AND (node = ? OR (node IS NULL AND CAST(? AS TEXT) IS NULL)) "
-                "RETURNING halt_id, node, by, why, at, lifted_at, lifted_by",
-                (now, by, node, node),
-            )
+            rows = tx.all(self._q("halt_lift_scope"), (now, by, node, node))
             for r in rows:
                 self._event(tx, now, node=node, kind="halt.lifted", generation=None, actor=by,
                             halt_id=int(r[0]))  # fmt: skip
@@ -206,14 +188,5 @@ class Governance(LedgerBase):
 
     def halts(self, *, active_only: bool = True) -> list[Halt]:
         """Halts on record (by default only those in force)."""
-        where = " WHERE lifted_at IS NULL" if active_only else ""
-        return self._read(
-            lambda tx, _now: [
-                self._halt(r)
-                for r in tx.all(
-                    "SELECT halt_id, node, by, why, at, lifted_at, lifted_by FROM halt"
-                    + where
-                    + " ORDER BY halt_id"
-                )
-            ]
-        )
+        sql = self._q("halts_in_force" if active_only else "halts_all")
+        return self._read(lambda tx, _now: [self._halt(r) for r in tx.all(sql)])
