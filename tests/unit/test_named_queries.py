@@ -1,4 +1,4 @@
-"""Named queries: every dialect defines the same names, and every name the code asks for."""
+"""Named queries: every dialect answers to the same names, and to every name the code asks for."""
 
 from __future__ import annotations
 
@@ -31,7 +31,15 @@ def test_every_name_the_ledger_asks_for_exists() -> None:
 
 
 def test_the_query_files_are_where_the_package_data_says() -> None:
-    assert sorted(p.name for p in QUERIES_DIR.glob("*.sql")) == sorted(f"{d}.sql" for d in DIALECTS)
+    names = sorted(p.name for p in QUERIES_DIR.glob("*.sql"))
+    assert names == sorted(["common.sql", *(f"{d}.sql" for d in DIALECTS)])
+
+
+def test_a_dialect_overrides_only_names_the_common_file_has() -> None:
+    common = parse((QUERIES_DIR / "common.sql").read_text(encoding="utf-8"))
+    for dialect in DIALECTS:
+        own = parse((QUERIES_DIR / f"{dialect}.sql").read_text(encoding="utf-8"))
+        assert set(own) <= set(common), (dialect, set(own) - set(common))
 
 
 def test_parse_reads_blocks_and_refuses_duplicates_and_empty_ones() -> None:

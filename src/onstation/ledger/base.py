@@ -261,8 +261,6 @@ class LedgerBase:
                         result = body(tx, now)
                     except _CommitThenRaise as deferred:
                         pending = deferred.error
-            except _UnitReplayChanged:
-                raise
             except OnstationError:
                 raise
             except Exception as exc:

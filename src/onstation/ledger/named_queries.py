@@ -7,10 +7,12 @@ Each file holds blocks headed by a name line and a comment saying what the query
     INSERT INTO halt (node, by, why, at) VALUES (?, ?, ?, ?)
     RETURNING halt_id, node, by, why, at, lifted_at, lifted_by;
 
-Parameters are ``?`` in both dialects (the PostgreSQL backend turns them into ``%s``). The
-same names exist in every dialect (a test checks it), so an aggregate asks for a query by
-name and each backend answers in its own SQL. The aggregates move to named queries one at a
-time; :mod:`onstation.ledger.governance` is the first.
+Parameters are ``?`` in both dialects (the PostgreSQL backend turns them into ``%s``).
+Portable statements are written once, in ``queries/common.sql``; ``queries/<dialect>.sql``
+holds only the blocks whose SQL differs in that dialect, each replacing the common block of
+the same name. Every dialect so answers to the same names (a test checks it): an aggregate
+asks for a query by name and each backend runs its own SQL. The aggregates move to named
+queries one at a time; :mod:`onstation.ledger.governance` is the first.
 """
 
 from __future__ import annotations
@@ -50,8 +52,12 @@ def parse(text: str, origin: str = "queries") -> dict[str, str]:
 
 @cache
 def queries(dialect: str) -> dict[str, str]:
-    """The named queries of one dialect (read once per process)."""
+    """The named queries of one dialect: the common ones, with the dialect's own in their
+    place (read once per process)."""
     if dialect not in DIALECTS:
         raise ValueError(f"no named queries for dialect {dialect!r}")
-    path = QUERIES_DIR / f"{dialect}.sql"
-    return parse(path.read_text(encoding="utf-8"), str(path))
+    common = QUERIES_DIR / "common.sql"
+    own = QUERIES_DIR / f"{dialect}.sql"
+    found = parse(common.read_text(encoding="utf-8"), str(common))
+    found.update(parse(own.read_text(encoding="utf-8"), str(own)))
+    return found
