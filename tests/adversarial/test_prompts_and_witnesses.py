@@ -421,3 +421,41 @@ def test_a_zombie_with_a_marker_is_gone_not_unknown() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_witness_read_inside_execve_still_finds_the_marker(
+    tmp_path: Path, bodies: list[LaunchedBody], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: right after Popen returns, the child can still be inside execve, where
+    /proc/PID/environ reads empty; the witness recorded no marker (seen under load)."""
+    from onstation.harness import witness as witnesses
+
+    spec = _spec(tmp_path, "prompt\n", {})
+    sleeper = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(60)'"
+    body = CommandLauncher(sleeper).launch(spec)
+    bodies.append(body)
+    real = witnesses._read_environ
+    reads = {"n": 0}
+
+    def mid_exec_then_real(dfd: int) -> bytes:
+        reads["n"] += 1
+        return b"" if reads["n"] <= 3 else real(dfd)  # the window, then the new image
+
+    monkeypatch.setattr(witnesses, "_read_environ", mid_exec_then_real)
+    seen = observe(body.pid, nonce="n-1", observed_at=NOW)
+    assert seen is not None and seen.marker == body.marker
+    assert reads["n"] == 4
+
+
+def test_a_truly_empty_environment_is_read_as_no_marker() -> None:
+    import subprocess
+    import time
+
+    child = subprocess.Popen(["/bin/sleep", "30"], env={})
+    try:
+        time.sleep(0.2)  # past its execve
+        seen = observe(child.pid, nonce="n", observed_at=NOW)
+        assert seen is not None and seen.marker is None
+    finally:
+        child.kill()
+        child.wait()

@@ -152,13 +152,12 @@ class _ProcSnapshot:
         self.marker_error = marker_error
 
 
-def _read_marker(dfd: int) -> str | None:
-    """The value of ``MARKER_ENV`` in the environment behind ``/proc/PID`` (``dfd``).
+#: How often, and how far apart, an empty environment is read again (at most 0.1 s in all).
+_EMPTY_ENVIRON_RETRIES = 20
+_EMPTY_ENVIRON_PAUSE = 0.005
 
-    None when the process has no such variable (an exiting process or a kernel thread reads
-    as an empty environment). OSError when it cannot be read: EACCES/EPERM for another
-    user's or a non-dumpable process, ESRCH when the process is gone.
-    """
+
+def _read_environ(dfd: int) -> bytes:
     fd = os.open("environ", os.O_RDONLY | os.O_CLOEXEC, dir_fd=dfd)
     try:
         chunks = []
@@ -166,7 +165,27 @@ def _read_marker(dfd: int) -> str | None:
             chunks.append(chunk)
     finally:
         os.close(fd)
-    for entry in b"".join(chunks).split(b"\0"):
+    return b"".join(chunks)
+
+
+def _read_marker(dfd: int) -> str | None:
+    """The value of ``MARKER_ENV`` in the environment behind ``/proc/PID`` (``dfd``).
+
+    None when the process has no such variable (an exiting process or a kernel thread reads
+    as an empty environment). OSError when it cannot be read: EACCES/EPERM for another
+    user's or a non-dumpable process, ESRCH when the process is gone.
+    """
+    environ = _read_environ(dfd)
+    if not environ:
+        # A process caught inside execve (the launcher's Popen returns once the old image's
+        # close-on-exec fds are closed, before the kernel sets up the new stack) reads as an
+        # empty environment for a moment: read again, briefly, before calling it empty.
+        for _ in range(_EMPTY_ENVIRON_RETRIES):
+            time.sleep(_EMPTY_ENVIRON_PAUSE)
+            environ = _read_environ(dfd)
+            if environ:
+                break
+    for entry in environ.split(b"\0"):
         # The first entry wins, as getenv(3) would answer inside the process.
         if entry.startswith(_MARKER_PREFIX):
             return entry[len(_MARKER_PREFIX) :].decode("utf-8", "surrogateescape")
