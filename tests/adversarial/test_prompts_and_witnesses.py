@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from onstation.harness import witness as witness_mod
+from onstation.harness import process_table
 from onstation.harness.launch import (
     ClaudeLauncher,
     CodexLauncher,
@@ -350,7 +350,7 @@ def test_an_unreadable_marker_is_unknown_never_match(
     def denied(dfd: int) -> str | None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(witness_mod, "_read_marker", denied)
+    monkeypatch.setattr(process_table, "_read_marker", denied)
     assert check(seen).state == UNKNOWN
     assert not signal_if_match(seen, signal.SIGUSR1).signalled
     # Observing a process whose environment is unreadable records no marker (weaker).
@@ -428,20 +428,19 @@ def test_a_witness_read_inside_execve_still_finds_the_marker(
 ) -> None:
     """Regression: right after Popen returns, the child can still be inside execve, where
     /proc/PID/environ reads empty; the witness recorded no marker (seen under load)."""
-    from onstation.harness import witness as witnesses
 
     spec = _spec(tmp_path, "prompt\n", {})
     sleeper = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(60)'"
     body = CommandLauncher(sleeper).launch(spec)
     bodies.append(body)
-    real = witnesses._read_environ
+    real = process_table._read_environ
     reads = {"n": 0}
 
     def mid_exec_then_real(dfd: int) -> bytes:
         reads["n"] += 1
         return b"" if reads["n"] <= 3 else real(dfd)  # the window, then the new image
 
-    monkeypatch.setattr(witnesses, "_read_environ", mid_exec_then_real)
+    monkeypatch.setattr(process_table, "_read_environ", mid_exec_then_real)
     seen = observe(body.pid, nonce="n-1", observed_at=NOW)
     assert seen is not None and seen.marker == body.marker
     assert reads["n"] == 4

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from onstation.harness import process_table
 from onstation.harness import witness as witness_mod
 from onstation.harness.witness import (
     GONE,
@@ -324,7 +325,7 @@ def test_hidden_proc_entry_is_unknown_not_gone(
     """/proc mounted with hidepid hides a live process; pidfd_open still sees it."""
     proc = recorder(children)
     w = witness_of(proc)
-    monkeypatch.setattr(witness_mod, "_read_proc", lambda pid, **kw: None)
+    monkeypatch.setattr(process_table, "_read_proc", lambda pid, **kw: None)
     result = check(w)
     assert result.state == UNKNOWN, result.reason
     assert not signal_if_match(w, signal.SIGUSR1).signalled
@@ -337,7 +338,7 @@ def test_unreadable_proc_is_unknown(
 ) -> None:
     proc = recorder(children)
     w = witness_of(proc)
-    monkeypatch.setattr(witness_mod, "BOOT_ID_PATH", "/nonexistent/boot_id")
+    monkeypatch.setattr(process_table, "BOOT_ID_PATH", "/nonexistent/boot_id")
     assert check(w).state == UNKNOWN
     assert not signal_if_match(w, signal.SIGKILL).signalled
     with pytest.raises(OSError, match="boot id"):
@@ -347,7 +348,7 @@ def test_unreadable_proc_is_unknown(
     def denied(pid: int, **kw: object) -> None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(witness_mod, "_read_proc", denied)
+    monkeypatch.setattr(process_table, "_read_proc", denied)
     assert check(w).state == UNKNOWN
     monkeypatch.undo()
     assert signals_received(proc) == ""

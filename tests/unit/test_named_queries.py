@@ -7,15 +7,33 @@ from pathlib import Path
 
 import pytest
 
-from onstation.ledger.named_queries import DIALECTS, QUERIES_DIR, parse, queries
+from onstation.ledger.named_queries import (
+    DIALECTS,
+    OWN_PREFIX,
+    QUERIES_DIR,
+    _read_all,
+    overrides,
+    parse,
+    portable,
+    queries,
+)
 
 LEDGER = Path(__file__).parents[2] / "src" / "onstation" / "ledger"
 
 
-def test_every_dialect_defines_the_same_names() -> None:
-    names = {dialect: set(queries(dialect)) for dialect in DIALECTS}
-    assert names["sqlite"] == names["postgres"]
+def test_every_dialect_defines_the_same_portable_names() -> None:
+    names = {
+        dialect: {n for n in queries(dialect) if not n.startswith(OWN_PREFIX[dialect])}
+        for dialect in DIALECTS
+    }
+    assert names["sqlite"] == names["postgres"] == set(portable())
     assert names["sqlite"]  # not vacuous
+
+
+def test_a_dialect_only_statement_is_named_as_such() -> None:
+    own = {n for n in queries("postgres") if n.startswith("pg_")}
+    assert own  # PostgreSQL's data-modifying WITH statements
+    assert not own & set(queries("sqlite"))
 
 
 def test_every_name_the_ledger_asks_for_exists() -> None:
@@ -27,19 +45,58 @@ def test_every_name_the_ledger_asks_for_exists() -> None:
     asked |= {"halts_in_force", "halts_all"}  # chosen by a conditional expression
     assert asked, "no module asks for a named query"
     for dialect in DIALECTS:
-        assert asked <= set(queries(dialect)), (dialect, asked - set(queries(dialect)))
+        # A dialect's own statement is asked for only on that dialect's branch.
+        wanted = {
+            n
+            for n in asked
+            if not any(n.startswith(p) for d, p in OWN_PREFIX.items() if d != dialect)
+        }
+        assert wanted <= set(queries(dialect)), (dialect, wanted - set(queries(dialect)))
 
 
-def test_the_query_files_are_where_the_package_data_says() -> None:
-    names = sorted(p.name for p in QUERIES_DIR.glob("*.sql"))
-    assert names == sorted(["common.sql", *(f"{d}.sql" for d in DIALECTS)])
+def test_each_query_file_belongs_to_a_ledger_module() -> None:
+    files = [
+        *QUERIES_DIR.glob("*.sql"),
+        *(p for d in DIALECTS for p in (QUERIES_DIR / d).glob("*.sql")),
+    ]
+    assert files
+    for path in files:
+        assert (LEDGER / f"{path.stem}.py").is_file(), path
+    assert {p.name for p in QUERIES_DIR.iterdir() if p.is_dir()} <= set(DIALECTS)
 
 
-def test_a_dialect_overrides_only_names_the_common_file_has() -> None:
-    common = parse((QUERIES_DIR / "common.sql").read_text(encoding="utf-8"))
+def test_a_dialect_overrides_only_names_the_portable_files_have() -> None:
     for dialect in DIALECTS:
-        own = parse((QUERIES_DIR / f"{dialect}.sql").read_text(encoding="utf-8"))
-        assert set(own) <= set(common), (dialect, set(own) - set(common))
+        foreign = {n for n in overrides(dialect) if not n.startswith(OWN_PREFIX[dialect])}
+        assert foreign <= set(portable()), dialect
+
+
+def test_an_unprefixed_dialect_only_name_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import onstation.ledger.named_queries as nq
+
+    (tmp_path / "postgres").mkdir()
+    (tmp_path / "a.sql").write_text("-- name: a\nSELECT 1;\n")
+    (tmp_path / "postgres" / "a.sql").write_text("-- name: b\nSELECT 2;\n")
+    monkeypatch.setattr(nq, "QUERIES_DIR", tmp_path)
+    nq.portable.cache_clear()
+    nq.overrides.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="name no portable query"):
+            nq.overrides("postgres")
+    finally:
+        nq.portable.cache_clear()
+        nq.overrides.cache_clear()
+
+
+def test_a_name_defined_in_two_files_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.sql").write_text("-- name: same\nSELECT 1;\n")
+    (tmp_path / "b.sql").write_text("-- name: same\nSELECT 2;\n")
+    with pytest.raises(ValueError, match="also defined in another file"):
+        _read_all([tmp_path / "a.sql", tmp_path / "b.sql"])
 
 
 def test_parse_reads_blocks_and_refuses_duplicates_and_empty_ones() -> None:

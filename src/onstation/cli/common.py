@@ -13,8 +13,9 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -91,6 +92,21 @@ def emit(opts: Options, data: dict[str, Any], human: str | Callable[[], str]) ->
         click.echo(json.dumps(data, sort_keys=True, default=str))
     else:
         click.echo(human() if callable(human) else human)
+
+
+def plain_output(stream: Any, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``stream`` gets plain lines only: no ANSI escapes, no carriage-return redraws.
+
+    Plain when ``NO_COLOR`` is set to anything non-empty (https://no-color.org), when
+    ``TERM`` is ``dumb``, or when the stream is not a terminal (a pipe, a file, a closed
+    stream). Every place the CLI styles text or redraws a line asks this first."""
+    env = os.environ if environ is None else environ
+    if env.get("NO_COLOR", "") != "" or env.get("TERM", "") == "dumb":
+        return True
+    try:
+        return not bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):  # no isatty, or a closed stream
+        return True
 
 
 def parse_json_option(text: str, field: str) -> Any:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import secrets
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from typing import Any
 
 import click
 
-from onstation.cli.common import Options, command_options, emit
+from onstation.cli.common import Options, command_options, emit, plain_output
 from onstation.core.errors import (
     BadInput,
     BlockedByPolicy,
@@ -58,7 +59,8 @@ def tour_cmd(keep: bool, opts: Options) -> None:
 
 def _step(title: str) -> None:
     click.echo("")
-    click.secho(f"== {title}", bold=True)
+    text = f"== {title}"
+    click.echo(text if plain_output(sys.stdout) else click.style(text, bold=True), color=True)
 
 
 def _say(text: str) -> None:

@@ -12,6 +12,7 @@ import click
 
 from onstation.cli.common import Options, command_options, emit, open_ledger, operator_name
 from onstation.core.names import validate_name
+from onstation.core.timefmt import human_time_text
 
 
 def _check_name(value: str, field: str = "node") -> str:
@@ -23,7 +24,7 @@ def _respawn_human(data: dict[str, Any]) -> str:
     if data["breaker_open"]:
         line += " — breaker OPEN"
     if data.get("reopens_at"):
-        line += f"; reopens at {data['reopens_at']}"
+        line += f"; reopens at {human_time_text(str(data['reopens_at']))}"
     return line
 
 

@@ -412,14 +412,19 @@ def message_list(recipient: str, opts: Options) -> None:
 # help for the fast-path entry points
 
 
-@click.command("hook", context_settings={"ignore_unknown_options": True})
-@click.argument("args", nargs=-1)
-def hook_help(args: tuple[str, ...]) -> None:
-    """onstation hook claude-code|codex EVENT: answer one harness hook (JSON on stdin).
+@click.command(
+    "hook",
+    context_settings={"ignore_unknown_options": True},
+    help=f"""onstation hook HARNESS EVENT: answer one harness hook (JSON on stdin).
+
+    HARNESS is one of: {", ".join(HOOK_HARNESSES)}.
 
     Events: SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop, PreCompact.
     A hook always fails open: on any problem it exits 0 with a one-line note on stderr.
-    """
+    """,
+)
+@click.argument("args", nargs=-1)
+def hook_help(args: tuple[str, ...]) -> None:
     click.echo(click.get_current_context().get_help())
 
 

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
     from onstation.harness.adapters import HarnessAdapter
 
-USAGE_HOOK = "usage: onstation hook claude-code|codex EVENT [--db URL]  (JSON payload on stdin)"
+#: ``{harnesses}``: the hook harnesses of :mod:`onstation.harness.adapters`, ``|``-joined.
+USAGE_HOOK = "usage: onstation hook {harnesses} EVENT [--db URL]  (JSON payload on stdin)"
 USAGE_STATUS = "usage: onstation statusline [--wrap COMMAND] [--db URL]  (JSON on stdin)"
 #: A payload larger than this is not parsed (bounded time and memory); the rest of a larger
 #: one is read and dropped (up to MAX_DRAIN) so that the host's write completes.
@@ -269,7 +270,7 @@ def hook_main(args: list[str]) -> int:
 
     args, db = _split_db(args)
     if len(args) != 2 or args[0] not in HOOK_HARNESSES:
-        _note(USAGE_HOOK)
+        _note(USAGE_HOOK.format(harnesses="|".join(HOOK_HARNESSES)))
         return 1  # non-blocking in every harness: a broken install must not block the agent
     harness, event = args
     budget = _budget()

@@ -22,6 +22,7 @@ from onstation.cli.common import (
 )
 from onstation.core.effects import EffectState
 from onstation.core.names import validate_free_text, validate_name
+from onstation.core.timefmt import human_time
 from onstation.core.types import Effect, Event
 
 
@@ -90,7 +91,7 @@ def node_show(name: str, opts: Options) -> None:
                 "none live"
                 if lease is None
                 else f"lease {lease.lease_id} ({lease.holder or 'unnamed'}), "
-                f"expires {lease.expires_at:%Y-%m-%d %H:%M:%S}Z"
+                f"expires {human_time(lease.expires_at)}"
             ),
             f"respawns    {respawn.count_in_window}/{respawn.limit} in window"
             + (" — breaker OPEN" if current.breaker_open else ""),
@@ -251,7 +252,7 @@ def lease_acquire(
         opts,
         got.to_json(),
         f"admitted {got.node} generation {got.generation} (lease {got.lease_id}, "
-        f"expires {got.expires_at:%Y-%m-%d %H:%M:%S}Z)",
+        f"expires {human_time(got.expires_at)})",
     )
 
 
@@ -291,7 +292,7 @@ def lease_renew(name: str, generation: int, ttl: int, opts: Options) -> None:
     emit(
         opts,
         got.to_json(),
-        f"renewed {got.node} generation {got.generation} until {got.expires_at:%Y-%m-%d %H:%M:%S}Z",
+        f"renewed {got.node} generation {got.generation} until {human_time(got.expires_at)}",
     )
 
 
@@ -366,7 +367,7 @@ def denials_cmd(name: str, opts: Options) -> None:
         {"node": name, "denials": [d.to_json() for d in rows]},
         lambda: (
             "\n".join(
-                f"{d.at:%Y-%m-%d %H:%M:%S}Z  generation {d.presented_generation} "
+                f"{human_time(d.at)}  generation {d.presented_generation} "
                 f"(current {d.current_generation})  {d.reason:<18} {d.action}"
                 for d in rows
             )
@@ -621,9 +622,7 @@ def effect_show(effect_id: str, opts: Options) -> None:
 def _event_line(e: Event) -> str:
     detail = " ".join(f"{k}={v}" for k, v in sorted(e.detail.items()) if v not in (None, [], ""))
     gen = "-" if e.generation is None else str(e.generation)
-    return (
-        f"{e.seq:>5}  {e.at:%Y-%m-%d %H:%M:%S}Z  gen {gen:<3} {e.kind:<22} {e.actor:<16} {detail}"
-    )
+    return f"{e.seq:>5}  {human_time(e.at)}  gen {gen:<3} {e.kind:<22} {e.actor:<16} {detail}"
 
 
 @click.command("history")

@@ -112,7 +112,7 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "hook": LazyCommand(
         "onstation.cli.harness_commands:hook_help",
-        "onstation hook claude-code|codex EVENT: answer one harness hook (JSON on stdin).",
+        "onstation hook HARNESS EVENT: answer one harness hook (JSON on stdin).",
     ),
     "statusline": LazyCommand(
         "onstation.cli.harness_commands:statusline_help",

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import click
 
-from onstation.cli.common import Options, body_generation, command_options, emit, positive_int
+from onstation.cli.common import (
+    Options,
+    body_generation,
+    command_options,
+    emit,
+    plain_output,
+    positive_int,
+)
 from onstation.core.errors import BadInput
 from onstation.core.names import validate_name
 from onstation.harness.adapters import FAKE, HOOK_HARNESSES
@@ -98,7 +105,7 @@ def relieve_cmd(
         launcher = launcher_for(harness, model=model, command=command_template)
         if harness == "command":
             launcher.execution_class = execution_class
-    live = _LiveLine(enabled=not opts.json and sys.stderr.isatty())
+    live = _LiveLine(enabled=not opts.json, plain=plain_output(sys.stderr))
     say = (lambda _t: None) if opts.json else live.say
     options = ReliefOptions(
         launcher=launcher, by=by or _by(), cause="manual" if not emergency else "emergency",
@@ -137,11 +144,15 @@ def relieve_cmd(
 
 
 class _LiveLine:
-    """Progress for people at a terminal: step lines, and one live line while waiting."""
+    """Progress for people: step lines, and while waiting either one live line redrawn in
+    place (a colour-capable terminal) or one plain line per wait (``NO_COLOR``,
+    ``TERM=dumb``, or stderr not a terminal: see :func:`plain_output`)."""
 
-    def __init__(self, *, enabled: bool) -> None:
+    def __init__(self, *, enabled: bool, plain: bool) -> None:
         self.enabled = enabled
+        self.plain = plain
         self.shown = False
+        self.announced: str | None = None
 
     def clear(self) -> None:
         if self.shown:
@@ -150,10 +161,17 @@ class _LiveLine:
 
     def say(self, text: str) -> None:
         self.clear()
+        self.announced = None
         click.echo(f"  · {text}", err=True)
 
     def waiting(self, what: str, elapsed: float, total: float) -> None:
         if not self.enabled:
+            return
+        if self.plain:
+            # One line when a wait begins; never a redraw.
+            if self.announced != what:
+                self.announced = what
+                click.echo(f"    waiting for {what} (up to {total:.0f} s)", err=True)
             return
         width = 20
         done = min(width, int(width * elapsed / total)) if total > 0 else width
@@ -307,7 +325,7 @@ def team_status(opts: Options) -> None:
 
 def _table(rows: list[dict[str, object]]) -> str:
     headers = ["identity", "gen", "tier", "body", "witness", "heartbeat", "open effects"]
-    keys = ["node", "generation", "tier", "body", "witness", "heartbeat", "open_effects"]
+    keys = ["node", "generation", "tier", "body", "witness", "heartbeat_at", "open_effects"]
     cells = [[str(r.get(k) if r.get(k) is not None else "-") for k in keys] for r in rows]
     widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h)
               for i, h in enumerate(headers)]  # fmt: skip

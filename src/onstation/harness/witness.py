@@ -1,35 +1,67 @@
 """Process witnesses: an externally observed process identity, never a pid alone.
 
-A :class:`ProcessWitness` records what ``/proc`` said about one process at one moment: the
-host, the kernel boot id, the pid, the start time in clock ticks since boot (field 22 of
-``/proc/PID/stat``), the executable, and a caller-supplied nonce binding the record to one
-launch or challenge. :func:`check` compares a witness with what ``/proc`` says now;
-:func:`signal_if_match` sends a signal only through a pidfd obtained while the witness
-matched, so a pid recycled between the check and the signal is never hit.
+A :class:`ProcessWitness` records what the system said about one process at one moment: the
+host, the boot, the pid, the start time, the executable, and a caller-supplied nonce binding
+the record to one launch or challenge. :func:`check` compares a witness with what the system
+says now; :func:`signal_if_match` sends a signal only to a process that matches it.
+
+Two readers, one chosen per platform (:data:`DEFAULT_READER`):
+
+``proc`` (Linux, the default there)
+    ``/proc`` and pidfds, standard library only. The boot id is
+    ``/proc/sys/kernel/random/boot_id``, the start time is field 22 of ``/proc/PID/stat`` in
+    clock ticks since boot, every read goes through one ``/proc/PID`` directory descriptor,
+    and :func:`signal_if_match` signals through a pidfd opened while the witness matched, so
+    a pid recycled between the check and the signal is never hit.
+``psutil`` (every other platform; usable on Linux too)
+    psutil, imported only when this reader is used (hook entry points import this module).
+    The boot id is ``"boottime:"`` plus :func:`psutil.boot_time` in whole seconds, the start
+    time is :meth:`psutil.Process.create_time` in microseconds since the epoch, the
+    executable is :meth:`~psutil.Process.exe` and the marker comes from
+    :meth:`~psutil.Process.environ` where the system allows it. There is no pidfd:
+    :func:`signal_if_match` calls :func:`os.kill` right after a fresh match, which leaves a
+    small race (the process exits and its pid is reused between that check and the kill;
+    pids are handed out in sequence, so the whole pid space must be cycled within those few
+    milliseconds).
+
+A witness records which clock its start time is in (``start_clock``); :func:`check` uses
+the reader of that clock, so a witness is always compared by the reader that made it.
 
 The four states of a :class:`WitnessCheck`:
 
 ``MATCH``
-    host, boot id, pid, start ticks and executable all agree, and the process carries the
-    witnessed marker (when one was recorded): the same process is alive.
+    host, boot id, pid and start time agree, the process carries the witnessed marker (when
+    one was recorded), and it runs the witnessed executable, or, for a witness with a
+    marker, another one it exec'd into: the same process is alive.
 ``GONE``
     no process has that pid any more, or the witnessed process has exited (a zombie).
 ``MISMATCH``
-    something else now has that pid (different start time, executable or marker). Callers
-    treat it as *gone* for safety (the witnessed body cannot be running there), never as
-    alive.
+    something else now has that pid (different start time or marker, or a different
+    executable with no marker to vouch for an exec). Callers treat it as *gone* for safety
+    (the witnessed body cannot be running there), never as alive.
 ``UNKNOWN``
-    the witness cannot be verified from here: another host or boot id, ``/proc`` unreadable,
-    the marker unreadable, or no pidfd support. Callers must neither assume death nor send
-    signals.
+    the witness cannot be verified from here: another host or boot id, the process table
+    unreadable, the marker unreadable, or no pidfd support. Callers must neither assume
+    death nor send signals.
 
-The marker is a second fact besides pid, start ticks and executable: a process launched by
+The marker is a second fact besides pid, start time and executable: a process launched by
 onstation carries a random ``ONSTATION_WITNESS_MARKER`` in its environment, and a witness
-that recorded it only matches a process whose ``/proc/PID/environ`` still says so. A pid
-reused within one clock tick by the same executable has the first three facts right and the
+that recorded it only matches a process whose environment still says so. A pid reused
+within one clock tick by the same executable has the first three facts right and the
 marker wrong.
 
-Linux only; stdlib only, because hook entry points may import it.
+The exec rule: a process that replaces itself with another program (a version-manager
+shim, a shell script ending in ``exec real-binary "$@"``) keeps its pid, start time and
+environment but changes its executable. When the witness recorded a marker and the process
+still carries it, a different executable is that exec: MATCH, with a reason saying from
+what to what and :attr:`WitnessCheck.executable` holding the new one
+(:func:`follow_exec` records it in the witness). Without a marker an executable change is
+still MISMATCH, because a pid reused within one tick looks the same. The marker is inherited
+by the body's descendants, so the rule trusts that none of them takes over the body's pid
+within one tick of its death (the same window the marker closes for strangers).
+
+:func:`host_process` finds the process a hook runs for (the harness: Claude Code, Codex, a
+fake agent) by walking up the parent chain past shells and wrappers.
 """
 
 from __future__ import annotations
@@ -42,12 +74,70 @@ import time
 from onstation.core.errors import BadInput
 from onstation.core.frozen import FrozenRecord
 
+# The platform readers live in process_table; the names a witness's users need are
+# re-exported here, so that ``witness`` stays the one module they import.
+from onstation.harness.process_table import (
+    _DEAD_STATES,
+    _READER_OF_CLOCK,
+    BOOT_ID_PATH,
+    CLOCK_EPOCH_US,
+    CLOCK_TICKS,
+    DEFAULT_READER,
+    MARKER_ENV,
+    PROC,
+    PROC_READER,
+    PSUTIL_READER,
+    READERS,
+    _describe,
+    _Reader,
+    _reader,
+    _Snapshot,
+    _strip_deleted,
+    current_host,
+    parse_stat_parent,
+    parse_stat_start_ticks,
+    read_boot_id,
+)
+
 # Hook hot path: typing costs import time on every tool call, so annotations stay
 # unevaluated and records are plain classes.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Iterator, Mapping
     from typing import Any, Final
+
+__all__ = [
+    "BOOT_ID_PATH",
+    "CLOCK_EPOCH_US",
+    "CLOCK_TICKS",
+    "DEFAULT_READER",
+    "GONE",
+    "HOOK_WRAPPERS",
+    "MARKER_ENV",
+    "MATCH",
+    "MISMATCH",
+    "PROC",
+    "PROC_READER",
+    "PSUTIL_READER",
+    "READERS",
+    "STATES",
+    "UNKNOWN",
+    "WITNESS_VERSION",
+    "ProcessWitness",
+    "WitnessCheck",
+    "check",
+    "current_host",
+    "follow_exec",
+    "host_process",
+    "is_hook_wrapper",
+    "observe",
+    "parse_stat_parent",
+    "parse_stat_start_ticks",
+    "pick_host",
+    "read_boot_id",
+    "signal_if_match",
+    "wait_gone",
+]
 
 MATCH: Final = "MATCH"
 GONE: Final = "GONE"
@@ -57,206 +147,16 @@ STATES: Final = frozenset({MATCH, GONE, MISMATCH, UNKNOWN})
 
 WITNESS_VERSION: Final = 1
 
-PROC: Final = "/proc"
-BOOT_ID_PATH: Final = "/proc/sys/kernel/random/boot_id"
-
-# Field 22 of /proc/PID/stat; fields after the comm's closing ")" start at field 3 (state).
-_START_TICKS_FIELD: Final = 22
-_FIRST_FIELD_AFTER_COMM: Final = 3
-# A process that has exited but not been reaped (Z), or is being torn down (X, x).
-_DEAD_STATES: Final = frozenset({"Z", "X", "x"})
-# readlink appends this when the executable file was unlinked or replaced (an upgrade):
-# still the same running image, so it is not a change of executable.
-_DELETED_SUFFIX: Final = " (deleted)"
-_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
-
-#: The environment variable a launched body carries its witness marker in (set by the
-#: launcher, one random value per launch; inherited by the body's descendants).
-MARKER_ENV: Final = "ONSTATION_WITNESS_MARKER"
-_MARKER_PREFIX: Final = MARKER_ENV.encode("ascii") + b"="
-
-
-def current_host() -> str:
-    """This machine's host name, as ``socket.gethostname()`` reports it.
-
-    ``os.uname().nodename`` is the same value on Linux (glibc's gethostname calls uname) and
-    avoids importing :mod:`socket` on the hook path.
-    """
-    return os.uname().nodename
-
-
-def read_boot_id() -> str | None:
-    """The kernel's boot id (``/proc/sys/kernel/random/boot_id``), or None when unreadable."""
-    try:
-        with open(BOOT_ID_PATH, encoding="ascii") as handle:
-            value = handle.read().strip()
-    except (OSError, ValueError):
-        return None
-    return value or None
-
-
-def _parse_stat(text: str) -> tuple[str, int]:
-    """(state, start ticks) from one ``/proc/PID/stat`` line; ValueError when malformed."""
-    # comm is printed raw (up to 15 bytes, may hold spaces, parentheses, even newlines), so
-    # only the LAST ")" reliably ends it; the fields after it never contain ")".
-    close = text.rfind(")")
-    if close < 0 or text.find("(") < 0 or text.find("(") > close:
-        raise ValueError("stat line has no '(comm)' field")
-    fields = text[close + 1 :].split()
-    index = _START_TICKS_FIELD - _FIRST_FIELD_AFTER_COMM
-    if len(fields) <= index:
-        raise ValueError(f"stat line has {len(fields) + 2} fields, need {_START_TICKS_FIELD}")
-    raw = fields[index]
-    if not raw.isascii() or not raw.isdigit():
-        raise ValueError(f"stat field {_START_TICKS_FIELD} is not a tick count: {raw!r}")
-    return fields[0], int(raw)
-
-
-def parse_stat_start_ticks(text: str) -> int:
-    """Start time in clock ticks since boot (field 22) from a ``/proc/PID/stat`` line.
-
-    Pure. Parses after the last ``)`` because the comm field may contain spaces or
-    parentheses. ValueError when the line is malformed.
-    """
-    return _parse_stat(text)[1]
-
-
-def _strip_deleted(executable: str | None) -> str | None:
-    if executable is not None and executable.endswith(_DELETED_SUFFIX):
-        return executable[: -len(_DELETED_SUFFIX)]
-    return executable
-
-
-class _ProcSnapshot:
-    """What /proc said about one pid, all read through one directory descriptor.
-
-    ``marker`` is the value of ``MARKER_ENV`` in the process's environment (None when it has
-    none); ``marker_error`` says why the environment could not be read (None when it was, or
-    when it was not asked for).
-    """
-
-    __slots__ = ("executable", "marker", "marker_error", "start_ticks", "state")
-
-    def __init__(
-        self,
-        state: str,
-        start_ticks: int,
-        executable: str | None,
-        marker: str | None = None,
-        marker_error: str | None = None,
-    ) -> None:
-        self.state = state
-        self.start_ticks = start_ticks
-        self.executable = executable
-        self.marker = marker
-        self.marker_error = marker_error
-
-
-#: How often, and how far apart, an empty environment is read again (at most 0.1 s in all).
-_EMPTY_ENVIRON_RETRIES = 20
-_EMPTY_ENVIRON_PAUSE = 0.005
-
-
-def _read_environ(dfd: int) -> bytes:
-    fd = os.open("environ", os.O_RDONLY | os.O_CLOEXEC, dir_fd=dfd)
-    try:
-        chunks = []
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
-
-
-def _read_marker(dfd: int) -> str | None:
-    """The value of ``MARKER_ENV`` in the environment behind ``/proc/PID`` (``dfd``).
-
-    None when the process has no such variable (an exiting process or a kernel thread reads
-    as an empty environment). OSError when it cannot be read: EACCES/EPERM for another
-    user's or a non-dumpable process, ESRCH when the process is gone.
-    """
-    environ = _read_environ(dfd)
-    if not environ:
-        # A process caught inside execve (the launcher's Popen returns once the old image's
-        # close-on-exec fds are closed, before the kernel sets up the new stack) reads as an
-        # empty environment for a moment: read again, briefly, before calling it empty.
-        for _ in range(_EMPTY_ENVIRON_RETRIES):
-            time.sleep(_EMPTY_ENVIRON_PAUSE)
-            environ = _read_environ(dfd)
-            if environ:
-                break
-    for entry in environ.split(b"\0"):
-        # The first entry wins, as getenv(3) would answer inside the process.
-        if entry.startswith(_MARKER_PREFIX):
-            return entry[len(_MARKER_PREFIX) :].decode("utf-8", "surrogateescape")
-    return None
-
-
-def _read_proc(pid: int, *, marker: bool = False) -> _ProcSnapshot | None:
-    """Read stat and exe of ``pid`` (and its marker when ``marker``); None when no such
-    process. OSError when unreadable.
-
-    All reads go through one open ``/proc/PID`` directory descriptor, which stays bound to
-    the process it was opened for: if that process dies and the pid is reused between the
-    reads, a later read fails (ESRCH) instead of describing the newcomer.
-    """
-    try:
-        dfd = os.open(f"{PROC}/{pid}", _DIR_FLAGS)
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    try:
-        try:
-            sfd = os.open("stat", os.O_RDONLY | os.O_CLOEXEC, dir_fd=dfd)
-            try:
-                raw = os.read(sfd, 4096)
-            finally:
-                os.close(sfd)
-        except (FileNotFoundError, ProcessLookupError):
-            return None
-        state, start_ticks = _parse_stat(raw.decode("utf-8", "surrogateescape"))
-        if state in _DEAD_STATES:
-            # Exited (not yet reaped, or being torn down): its exe and environ are gone and
-            # reading them fails with ESRCH; the state alone says it is gone.
-            return _ProcSnapshot(state, start_ticks, None, None, None)
-        try:
-            executable: str | None = os.readlink("exe", dir_fd=dfd)
-        except ProcessLookupError:
-            return None
-        except OSError:
-            # EACCES/EPERM (another user's process) or ENOENT (kernel thread, or a process
-            # whose memory is already torn down): unreadable, not absent.
-            executable = None
-        found: str | None = None
-        marker_error: str | None = None
-        if marker:
-            try:
-                found = _read_marker(dfd)
-            except ProcessLookupError:
-                return None
-            except OSError as exc:
-                marker_error = _describe(exc)
-    finally:
-        os.close(dfd)
-    return _ProcSnapshot(state, start_ticks, executable, found, marker_error)
-
-
-def _pid_exists_by_pidfd(pid: int) -> bool | None:
-    """Whether ``pid`` exists according to pidfd_open (True/False), None when unsupported.
-
-    /proc can hide other users' processes (``hidepid``); pidfd_open needs no permission,
-    so it tells "hidden" from "absent".
-    """
-    pidfd_open = getattr(os, "pidfd_open", None)
-    if pidfd_open is None:
-        return None
-    try:
-        fd = pidfd_open(pid)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return None
-    os.close(fd)
-    return True
+#: Process names :func:`host_process` walks past: the shells a host runs a hook command
+#: through, the wrappers such a command may start with, and onstation's own console script.
+#: A name is compared without a leading "-" (a login shell's argv[0]).
+HOOK_WRAPPERS: Final = frozenset({
+    "sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "ash", "busybox", "tcsh", "csh",
+    "env", "timeout", "nice", "nohup", "setsid", "stdbuf", "time",
+    "onstation",
+})  # fmt: skip
+# How far up a parent chain is walked at most (a chain longer than this is not a hook's).
+_MAX_CHAIN: Final = 64
 
 
 def _validate_iso_utc(value: str, name: str) -> None:
@@ -272,21 +172,26 @@ def _validate_iso_utc(value: str, name: str) -> None:
 
 _WITNESS_FIELDS: Final = (
     "host", "boot_id", "pid", "start_ticks", "executable", "nonce", "observed_at", "marker",
+    "start_clock",
 )  # fmt: skip
-# Witnesses stored before markers existed have no "marker" key; they still load (weaker).
-_OPTIONAL_FIELDS: Final = frozenset({"marker"})
+# Witnesses stored before markers existed have no "marker" key, and every /proc witness has
+# no "start_clock" key (it is "ticks"); they still load.
+_OPTIONAL_FIELDS: Final = frozenset({"marker", "start_clock"})
 
 
 class ProcessWitness(FrozenRecord):
     """An externally observed process identity; evidence only, never authority.
 
-    ``host``, ``boot_id``, ``pid`` and ``start_ticks`` identify the process; ``executable``
-    (None when it could not be read) guards against a pid reused within one clock tick or a
-    process that exec'd something else; ``nonce`` binds the record to one launch or
-    challenge; ``observed_at`` is the caller's ISO 8601 UTC timestamp; ``marker`` is the
-    value of ``MARKER_ENV`` the process must carry in its environment, or None for a witness
-    without one (weaker: pid, start ticks and executable only). Immutable. BadInput when a
-    field is malformed.
+    ``host``, ``boot_id``, ``pid`` and ``start_ticks`` identify the process; ``start_ticks``
+    is the start time in the clock ``start_clock`` names: :data:`CLOCK_TICKS` (clock ticks
+    since boot, the ``proc`` reader; the default, and what every witness stored before
+    issue 12 holds) or :data:`CLOCK_EPOCH_US` (microseconds since the epoch, the ``psutil``
+    reader). ``executable`` (None when it could not be read) guards against a pid reused
+    within one clock tick; ``nonce`` binds the record to one launch or challenge;
+    ``observed_at`` is the caller's ISO 8601 UTC timestamp; ``marker`` is the value of
+    ``MARKER_ENV`` the process must carry in its environment, or None for a witness without
+    one (weaker: pid, start time and executable only, and no exec is tolerated). Immutable.
+    BadInput when a field is malformed.
     """
 
     __slots__ = _WITNESS_FIELDS
@@ -299,6 +204,7 @@ class ProcessWitness(FrozenRecord):
     nonce: str
     observed_at: str
     marker: str | None
+    start_clock: str
 
     def __init__(
         self,
@@ -311,6 +217,7 @@ class ProcessWitness(FrozenRecord):
         nonce: str,
         observed_at: str,
         marker: str | None = None,
+        start_clock: str = CLOCK_TICKS,
     ) -> None:
         for name, value in (("host", host), ("boot_id", boot_id), ("nonce", nonce)):
             if not isinstance(value, str) or not value:
@@ -331,15 +238,23 @@ class ProcessWitness(FrozenRecord):
         # An environment entry can hold neither NUL nor be empty and still mark anything.
         if marker is not None and (not isinstance(marker, str) or not marker or "\0" in marker):
             raise BadInput("process witness marker: must be a non-empty string without NUL")
+        if not isinstance(start_clock, str) or start_clock not in _READER_OF_CLOCK:
+            raise BadInput(
+                f"process witness start_clock: must be one of {sorted(_READER_OF_CLOCK)}, "
+                f"got {start_clock!r}"
+            )
         self._set(host=host, boot_id=boot_id, pid=pid, start_ticks=start_ticks,
                   executable=executable, nonce=nonce, observed_at=observed_at,
-                  marker=marker)  # fmt: skip
+                  marker=marker, start_clock=start_clock)  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-serializable dict (what the ledger stores); no ``marker`` key without one."""
+        """A JSON-serializable dict (what the ledger stores); no ``marker`` key without one,
+        no ``start_clock`` key for a witness in clock ticks (so it reads as before)."""
         data = {"v": WITNESS_VERSION, **self.as_dict()}
         if data["marker"] is None:
             del data["marker"]
+        if data["start_clock"] == CLOCK_TICKS:
+            del data["start_clock"]
         return data
 
     @classmethod
@@ -366,27 +281,38 @@ class ProcessWitness(FrozenRecord):
 
 
 class WitnessCheck:
-    """The result of comparing a witness with ``/proc`` now: a state and a one-line reason.
+    """The result of comparing a witness with the process table now: a state and a one-line
+    reason.
 
     ``signalled`` is True only when :func:`signal_if_match` delivered its signal.
+    ``executable`` is, for a MATCH, the executable the process runs now when it could be
+    read (after an exec, not the witness's: :func:`follow_exec` records it); None otherwise.
     """
 
-    __slots__ = ("reason", "signalled", "state")
+    __slots__ = ("executable", "reason", "signalled", "state")
 
     state: str
     reason: str
     signalled: bool
+    executable: str | None
 
-    def __init__(self, state: str, reason: str, *, signalled: bool = False) -> None:
+    def __init__(
+        self, state: str, reason: str, *, signalled: bool = False, executable: str | None = None
+    ) -> None:
         if state not in STATES:
             raise BadInput(f"witness check state: unknown state {state!r}")
         if not isinstance(reason, str) or "\n" in reason:
             raise BadInput("witness check reason: must be a one-line string")
         if signalled and state != MATCH:
             raise BadInput("witness check signalled: only a MATCH can have signalled")
+        if executable is not None and (not isinstance(executable, str) or not executable):
+            raise BadInput("witness check executable: must be a non-empty string or null")
+        if executable is not None and state != MATCH:
+            raise BadInput("witness check executable: only a MATCH names the executable")
         object.__setattr__(self, "state", state)
         object.__setattr__(self, "reason", reason)
         object.__setattr__(self, "signalled", bool(signalled))
+        object.__setattr__(self, "executable", executable)
 
     def __setattr__(self, key: str, value: object) -> None:
         raise AttributeError(f"WitnessCheck is immutable; cannot set {key}")
@@ -401,24 +327,31 @@ class WitnessCheck:
         """True for GONE and MISMATCH: the witnessed process is not running at that pid."""
         return self.state in (GONE, MISMATCH)
 
+    def _key(self) -> tuple[str, str, bool, str | None]:
+        return (self.state, self.reason, self.signalled, self.executable)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, WitnessCheck):
             return NotImplemented
-        return (self.state, self.reason, self.signalled) == (
-            other.state,
-            other.reason,
-            other.signalled,
-        )
+        return self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash((self.state, self.reason, self.signalled))
+        return hash(self._key())
 
     def __repr__(self) -> str:
-        return f"WitnessCheck({self.state!r}, {self.reason!r}, signalled={self.signalled!r})"
+        extra = "" if self.executable is None else f", executable={self.executable!r}"
+        return f"WitnessCheck({self.state!r}, {self.reason!r}, signalled={self.signalled!r}{extra})"
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-serializable dict."""
-        return {"state": self.state, "reason": self.reason, "signalled": self.signalled}
+        """A JSON-serializable dict (an ``executable`` key only when one is named)."""
+        data: dict[str, Any] = {
+            "state": self.state,
+            "reason": self.reason,
+            "signalled": self.signalled,
+        }
+        if self.executable is not None:
+            data["executable"] = self.executable
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> WitnessCheck:
@@ -431,11 +364,16 @@ class WitnessCheck:
         state, reason = data.get("state"), data.get("reason")
         if not isinstance(state, str) or not isinstance(reason, str):
             raise BadInput("witness check: state and reason must be strings")
-        return cls(state, reason, signalled=signalled)
+        return cls(state, reason, signalled=signalled, executable=data.get("executable"))
 
 
 def observe(
-    pid: int, *, nonce: str, observed_at: str, marker: str | None = None
+    pid: int,
+    *,
+    nonce: str,
+    observed_at: str,
+    marker: str | None = None,
+    reader: str | None = None,
 ) -> ProcessWitness | None:
     """Witness the process ``pid`` as it is now.
 
@@ -444,50 +382,63 @@ def observe(
     ``observed_at`` is the caller's ISO 8601 UTC timestamp (no clock is read here).
     ``marker`` is the ``MARKER_ENV`` value the process was launched with, when the caller
     knows it; otherwise the process's own value is recorded when it has one and its
-    environment is readable (else the witness has no marker and is weaker). Raises OSError
-    when ``/proc`` cannot be read (no boot id, or the pid's entry is unreadable), so an
-    unreadable ``/proc`` is never mistaken for an absent process; BadInput for a bad pid.
+    environment is readable (else the witness has no marker and is weaker). ``reader`` is
+    one of :data:`READERS` (None: :data:`DEFAULT_READER`); the witness's ``start_clock``
+    says which one made it. Raises OSError when the process table cannot be read (no boot
+    id, or the pid's entry is unreadable), so an unreadable table is never mistaken for an
+    absent process; BadInput for a bad pid or reader; ImportError when the psutil reader is
+    asked for and psutil is not installed.
     """
     if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
         raise BadInput(f"process witness pid: must be a positive integer, got {pid!r}")
-    boot_id = read_boot_id()
+    source = _reader(reader)
+    boot_id = source.boot_id()
     if boot_id is None:
-        raise OSError(errno.ENOENT, "cannot read the boot id; is /proc mounted?", BOOT_ID_PATH)
+        where = BOOT_ID_PATH if source.name == PROC_READER else "psutil.boot_time()"
+        raise OSError(errno.ENOENT, f"cannot read the boot id; is {source.source} usable?", where)
     try:
-        snapshot = _read_proc(pid, marker=marker is None)
+        snapshot = source.read(pid, marker=marker is None)
     except ValueError as exc:
-        raise OSError(errno.EIO, f"unreadable stat line: {exc}", f"{PROC}/{pid}/stat") from None
-    if snapshot is None or snapshot.state in _DEAD_STATES:
+        raise OSError(errno.EIO, f"unreadable stat line: {exc}", source.where(pid)) from None
+    if snapshot is None or snapshot.state in _DEAD_STATES or snapshot.start is None:
         return None
     return ProcessWitness(
         host=current_host(),
         boot_id=boot_id,
         pid=pid,
-        start_ticks=snapshot.start_ticks,
+        start_ticks=snapshot.start,
         executable=snapshot.executable,
         nonce=nonce,
         observed_at=observed_at,
         marker=marker if marker is not None else snapshot.marker,
+        start_clock=source.clock,
     )
 
 
 def check(expected: ProcessWitness) -> WitnessCheck:
-    """Compare ``expected`` with what ``/proc`` says about its pid now.
+    """Compare ``expected`` with what the process table says about its pid now.
 
-    MATCH only when host, boot id, pid, start ticks and executable all agree and, for a
-    witness with a marker, the process carries that marker in its environment. A different
-    start time, executable or marker at that pid (pid reuse, or an exec) is MISMATCH:
-    callers treat it as gone, never as alive. No such process, or the witnessed process is a
-    zombie, is GONE. Another host or boot id, an unreadable ``/proc`` or an unreadable
-    marker is UNKNOWN. Never raises for an unreadable ``/proc``; the nonce is not compared
-    (only the caller knows what it binds).
+    Read by the reader of the witness's ``start_clock`` (the one that made it). MATCH only
+    when host, boot id, pid and start time agree, a witness's marker is carried by the
+    process, and the executable is the witnessed one, or another one when the marker vouches
+    for an exec (the reason says from what to what; :attr:`WitnessCheck.executable` names the
+    new one). A different start time or marker at that pid (pid reuse), or a different
+    executable with no marker, is MISMATCH: callers treat it as gone, never as alive. No
+    such process, or the witnessed process is a zombie, is GONE. Another host or boot id,
+    an unreadable process table, an unreadable marker or executable is UNKNOWN. Never raises
+    for an unreadable table (UNKNOWN, also when psutil is needed and missing); the nonce is
+    not compared (only the caller knows what it binds).
     """
     host = current_host()
     if expected.host != host:
         return WitnessCheck(UNKNOWN, f"witness is from host {expected.host!r}, this is {host!r}")
-    boot_id = read_boot_id()
+    try:
+        reader = _reader(_READER_OF_CLOCK[expected.start_clock])
+    except ImportError as exc:
+        return WitnessCheck(UNKNOWN, f"cannot read a {expected.start_clock} witness: {exc}")
+    boot_id = reader.boot_id()
     if boot_id is None:
-        return WitnessCheck(UNKNOWN, "cannot read the boot id; /proc unreadable")
+        return WitnessCheck(UNKNOWN, f"cannot read the boot id; {reader.source} unreadable")
     if expected.boot_id != boot_id:
         # Host names are not unique (containers, clones), so another boot id may be another
         # machine of the same name: we cannot vouch that the process is gone.
@@ -496,37 +447,45 @@ def check(expected: ProcessWitness) -> WitnessCheck:
         )
     pid = expected.pid
     try:
-        snapshot = _read_proc(pid, marker=expected.marker is not None)
+        snapshot = reader.read(pid, marker=expected.marker is not None)
     except (OSError, ValueError) as exc:
-        return WitnessCheck(UNKNOWN, f"cannot read /proc/{pid}: {_describe(exc)}")
+        return WitnessCheck(UNKNOWN, f"cannot read {reader.where(pid)}: {_describe(exc)}")
     if snapshot is None:
-        if _pid_exists_by_pidfd(pid):
-            return WitnessCheck(UNKNOWN, f"pid {pid} exists but /proc/{pid} is hidden")
+        if reader.hidden(pid):
+            return WitnessCheck(UNKNOWN, f"pid {pid} exists but {reader.where(pid)} is hidden")
         return WitnessCheck(GONE, f"no process has pid {pid}")
-    if snapshot.start_ticks != expected.start_ticks:
+    return _compare(expected, snapshot, reader)
+
+
+def _compare(expected: ProcessWitness, snapshot: _Snapshot, reader: _Reader) -> WitnessCheck:
+    """The verdict on one snapshot of the witnessed pid (see :func:`check`)."""
+    pid = expected.pid
+    unit = "tick" if reader.clock == CLOCK_TICKS else "epoch microsecond"
+    if snapshot.start is not None and snapshot.start != expected.start_ticks:
         return WitnessCheck(
             MISMATCH,
-            f"pid {pid} started at tick {snapshot.start_ticks}, "
+            f"pid {pid} started at {unit} {snapshot.start}, "
             f"witness says {expected.start_ticks} (pid reused)",
         )
-    if snapshot.state in _DEAD_STATES:
+    if snapshot.state in _DEAD_STATES or snapshot.start is None:
         return WitnessCheck(GONE, f"pid {pid} has exited (state {snapshot.state}, not reaped)")
     now_exe = _strip_deleted(snapshot.executable)
     was_exe = _strip_deleted(expected.executable)
-    if now_exe != was_exe:
+    if now_exe != was_exe and expected.marker is None:
         if now_exe is None or was_exe is None:
             return WitnessCheck(
                 UNKNOWN,
                 f"pid {pid} executable cannot be compared "
                 f"(now {snapshot.executable!r}, witness {expected.executable!r})",
             )
+        # Without a marker, an exec and a pid reused within one tick look the same.
         return WitnessCheck(MISMATCH, f"pid {pid} runs {now_exe!r}, witness says {was_exe!r}")
     if expected.marker is not None:
         if snapshot.marker_error is not None:
             # Never MATCH on three facts when the fourth was asked for and cannot be seen.
             return WitnessCheck(
-                UNKNOWN, f"cannot read /proc/{pid}/environ ({snapshot.marker_error}) to verify "
-                "its marker"
+                UNKNOWN, f"cannot read the environment of pid {pid} ({snapshot.marker_error}) "
+                "to verify its marker"
             )  # fmt: skip
         if snapshot.marker is None:
             return WitnessCheck(MISMATCH, f"pid {pid} carries no {MARKER_ENV} (pid reused)")
@@ -534,13 +493,30 @@ def check(expected: ProcessWitness) -> WitnessCheck:
             return WitnessCheck(
                 MISMATCH, f"pid {pid} carries another {MARKER_ENV} than the witness (pid reused)"
             )
-    return WitnessCheck(MATCH, f"pid {pid} is the witnessed process")
+        if now_exe != was_exe:
+            if now_exe is None or was_exe is None:
+                return WitnessCheck(
+                    UNKNOWN,
+                    f"pid {pid} executable cannot be compared "
+                    f"(now {snapshot.executable!r}, witness {expected.executable!r})",
+                )
+            # Same pid, boot, start time and marker: the same process, exec'd.
+            return WitnessCheck(
+                MATCH,
+                f"pid {pid} is the witnessed process; it exec'd from {was_exe!r} to {now_exe!r}",
+                executable=now_exe,
+            )
+    return WitnessCheck(MATCH, f"pid {pid} is the witnessed process", executable=now_exe)
 
 
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+def follow_exec(expected: ProcessWitness, result: WitnessCheck) -> ProcessWitness:
+    """``expected`` with the executable a MATCH found it running (after an exec), so a later
+    check compares against the program it runs now; ``expected`` itself otherwise."""
+    if result.state != MATCH or result.executable is None:
+        return expected
+    if result.executable == _strip_deleted(expected.executable):
+        return expected
+    return expected.replace(executable=result.executable)
 
 
 def _pidfd_holds_pid(pidfd: int, pid: int) -> bool | None:
@@ -561,26 +537,42 @@ def _pidfd_holds_pid(pidfd: int, pid: int) -> bool | None:
 def signal_if_match(expected: ProcessWitness, sig: int) -> WitnessCheck:
     """Send ``sig`` to the witnessed process only if it is provably that process; else nothing.
 
-    Opens a pidfd for the pid, then checks the witness again *after* obtaining it, and
-    confirms the pidfd still holds that pid: the pidfd then refers to the witnessed process
-    whatever happens next, so a pid reused between check and signal is never hit. For a
-    witness with a marker both checks also require the marker in the process's environment,
-    so a pid reused within one clock tick by the same executable is never hit either. The
-    signal goes through ``signal.pidfd_send_signal`` only. ESRCH at any step is GONE.
+    For a ``proc`` witness (clock ticks; Linux): opens a pidfd for the pid, then checks the
+    witness again *after* obtaining it, and confirms the pidfd still holds that pid: the
+    pidfd then refers to the witnessed process whatever happens next, so a pid reused
+    between check and signal is never hit. For a witness with a marker both checks also
+    require the marker in the process's environment, so a pid reused within one clock tick
+    by the same executable is never hit either. The signal goes through
+    ``signal.pidfd_send_signal`` only. ESRCH at any step is GONE. Without pidfd support
+    (Python or kernel < 5.3) this refuses with UNKNOWN rather than fall back to a bare
+    ``os.kill``, which could hit a reused pid.
 
-    Without pidfd support (Python or kernel < 5.3, or a non-Linux system) this refuses with
-    UNKNOWN rather than fall back to a bare ``os.kill``, which could hit a reused pid.
+    For a ``psutil`` witness (microseconds since the epoch; the other platforms, which have
+    no pidfd): :func:`os.kill` right after a fresh match. The residual race: the process
+    exits and another takes its pid between that match and the kill (milliseconds; pids
+    are handed out in sequence, so the whole pid space would have to be cycled).
 
     Returns the check that decided; ``signalled`` is True only when the signal was sent.
     """
     first = check(expected)
     if first.state != MATCH:
         return first
+    pid = expected.pid
+    if expected.start_clock != CLOCK_TICKS:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return WitnessCheck(GONE, f"pid {pid} exited before the signal was sent")
+        except OSError as exc:
+            return WitnessCheck(UNKNOWN, f"kill of pid {pid} failed ({_describe(exc)})")
+        return WitnessCheck(
+            MATCH, f"sent signal {sig} to pid {pid} right after a match (no pidfd here)",
+            signalled=True, executable=first.executable,
+        )  # fmt: skip
     pidfd_open = getattr(os, "pidfd_open", None)
     send = getattr(signal, "pidfd_send_signal", None)
     if pidfd_open is None or send is None:
         return WitnessCheck(UNKNOWN, "no pidfd support; refusing to signal by bare pid")
-    pid = expected.pid
     try:
         pidfd = pidfd_open(pid)
     except ProcessLookupError:
@@ -607,7 +599,10 @@ def signal_if_match(expected: ProcessWitness, sig: int) -> WitnessCheck:
             return WitnessCheck(
                 UNKNOWN, f"pidfd_send_signal to pid {pid} failed ({_describe(exc)})"
             )
-        return WitnessCheck(MATCH, f"sent signal {sig} to pid {pid} via pidfd", signalled=True)
+        return WitnessCheck(
+            MATCH, f"sent signal {sig} to pid {pid} via pidfd", signalled=True,
+            executable=second.executable,
+        )  # fmt: skip
     finally:
         os.close(pidfd)
 
@@ -627,3 +622,105 @@ def wait_gone(expected: ProcessWitness, timeout_s: float, poll_s: float = 0.05) 
         if remaining <= 0:
             return False
         time.sleep(min(poll, remaining))
+
+
+# --- the host process of a hook ----------------------------------------------------------
+
+
+def is_hook_wrapper(name: str | None) -> bool:
+    """Whether a process called ``name`` is one :func:`host_process` walks past.
+
+    Pure. ``name`` is a process name or an executable path (its basename counts); a login
+    shell's leading "-" is ignored.
+    """
+    if not name:
+        return False
+    base = name.rsplit("/", 1)[-1].removeprefix("-")
+    return base in HOOK_WRAPPERS
+
+
+def pick_host(chain: Iterable[tuple[int, str | None]]) -> int | None:
+    """The host's pid from a parent chain, nearest ancestor first; None when there is none.
+
+    Pure; consumes ``chain`` only as far as it needs (a lazy walk stops there). Each entry is
+    (pid, process name or executable; None when unreadable). The first entry that is not a
+    shell or wrapper (:data:`HOOK_WRAPPERS`) is the host. The chain ends without a host at
+    pid 1 or below (init/launchd adopts orphans: never a host) and at an unreadable name
+    (whether it is a shell cannot be told).
+    """
+    for pid, name in chain:
+        if pid <= 1 or name is None:
+            return None
+        if not is_hook_wrapper(name):
+            return pid
+    return None
+
+
+def _utc_now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def host_process(
+    start_pid: int | None = None,
+    *,
+    nonce: str = "host-process",
+    observed_at: str | None = None,
+    reader: str | None = None,
+) -> ProcessWitness | None:
+    """A witness of the process a hook runs for (Claude Code, Codex, a fake agent).
+
+    The host runs a hook command through a shell (``sh -c``, bash, dash, zsh, fish), maybe
+    through ``env``/``timeout``-like wrappers; the ``onstation`` console script is this very
+    process. Walks up from ``start_pid`` (default: this process's parent) past every
+    :data:`HOOK_WRAPPERS` name and witnesses the first other ancestor (:func:`pick_host`).
+    None when the walk reaches pid 1, a name cannot be read, the process table cannot be
+    read, or the host's child no longer has the host as its parent once the host was
+    witnessed (it exited and its pid may have been reused). ``observed_at`` defaults to now
+    (UTC, whole seconds); ``reader`` as for :func:`observe`.
+    """
+    try:
+        source = _reader(reader)
+    except ImportError:
+        return None
+    first = os.getppid() if start_pid is None else start_pid
+    walked: list[int] = []
+    # Each entry's parent: the host's child must still name the host as its parent after
+    # the host is witnessed; a process reparented to init or a subreaper has lost it.
+    parents: dict[int, int] = {}
+
+    def chain() -> Iterator[tuple[int, str | None]]:
+        pid = first
+        for _ in range(_MAX_CHAIN):
+            if pid <= 1:
+                yield pid, None
+                return
+            try:
+                parent, name = source.parent(pid)
+            except (OSError, ValueError):
+                yield pid, None
+                return
+            walked.append(pid)
+            parents[pid] = parent
+            yield pid, name
+            pid = parent
+
+    host = pick_host(chain())
+    if host is None:
+        return None
+    try:
+        seen = observe(
+            host, nonce=nonce, observed_at=observed_at or _utc_now_iso(), reader=source.name
+        )
+    except OSError:
+        return None
+    if seen is None:
+        return None
+    index = walked.index(host)
+    try:
+        if index == 0:
+            still = os.getppid() if start_pid is None else host
+        else:
+            still = source.parent(walked[index - 1])[0]
+    except (OSError, ValueError):
+        return None
+    return seen if still == host else None

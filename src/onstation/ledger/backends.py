@@ -1,10 +1,10 @@
 """The two storage backends behind the ledger: SQLite (embedded default) and PostgreSQL.
 
-A backend owns one connection and knows three dialect facts: its placeholder style, how a
-writing transaction begins (``BEGIN IMMEDIATE`` on SQLite so a read-then-write can never
-fail to upgrade; a plain ``BEGIN`` at READ COMMITTED on PostgreSQL, where row locks do the
-serializing), and the row-lock suffix (``FOR UPDATE`` on PostgreSQL, nothing on SQLite,
-whose writer lock already covers the whole database). Everything else is shared SQL.
+A backend owns one connection and knows its dialect's plumbing: its placeholder style and
+how a writing transaction begins (``BEGIN IMMEDIATE`` on SQLite so a read-then-write can
+never fail to upgrade; a plain ``BEGIN`` at READ COMMITTED on PostgreSQL, where row locks do
+the serializing). The statements themselves, row locks included, are the ledger's named
+queries (:mod:`onstation.ledger.named_queries`), chosen by the backend's ``name``.
 """
 
 from __future__ import annotations
@@ -55,10 +55,6 @@ class Backend(Protocol):
 
     url: str
     name: str
-    lock_rows: str
-
-    def lock_rows_of(self, alias: str) -> str:
-        """The row-lock clause for one table of a join (empty where writes are serial)."""
 
     def write(self) -> Any:
         """Context manager: a transaction that may write, committed on success."""
@@ -148,10 +144,6 @@ class SqliteBackend:
     """The embedded default: one file, WAL, synchronous=FULL, BEGIN IMMEDIATE for every write."""
 
     name = "sqlite"
-    lock_rows = ""
-
-    def lock_rows_of(self, alias: str) -> str:
-        return ""
 
     def __init__(self, path: Path, url: str, *, create: bool = True) -> None:
         if sqlite3.sqlite_version_info < MIN_SQLITE:
@@ -373,10 +365,6 @@ class PostgresBackend:
     """
 
     name = "postgres"
-    lock_rows = " FOR UPDATE"
-
-    def lock_rows_of(self, alias: str) -> str:
-        return f" FOR UPDATE OF {alias}"
 
     def __init__(self, url: str, *, require_migrated: bool = True, create: bool = True) -> None:
         try:

@@ -38,18 +38,6 @@ Clock = Callable[[], datetime]
 DEFAULT_LEASE_TTL = timedelta(hours=1)
 MAX_LEASE_TTL = timedelta(days=30)
 
-_NODE_COLUMNS = "name, role, spawner, generation, state, created_at, breaker_open, breaker_reason"
-_LEASE_COLUMNS = (
-    "l.lease_id, l.node, l.generation, l.state, l.holder, l.acquired_at, l.renewed_at, "
-    "l.expires_at, l.ended_at, l.end_reason, l.lease_id"
-)
-_LEASE_FROM = "body_lease l"
-_EFFECT_COLUMNS = (
-    "effect_id, node, generation, fingerprint, operation, destination, arguments, "
-    "approval_slot, caller_ref, state, result, created_at, updated_at, resolved_by, resolution, "
-    "repeat_of, repeat_reason"
-)
-
 
 #: What a counted respawn is: a coordinator's self-respawn, or a relief of a body.
 RESPAWN_KINDS = ("coordinator", "relief")
@@ -182,7 +170,7 @@ class LedgerBase:
     # transaction plumbing
 
     def _q(self, name: str) -> str:
-        """The named query ``name`` in this backend's dialect (``queries/<dialect>.sql``)."""
+        """The named query ``name`` in this backend's dialect (see :mod:`.named_queries`)."""
         return queries(self.backend.name)[name]
 
     def now(self) -> datetime:
@@ -294,8 +282,7 @@ class LedgerBase:
         **detail: Any,
     ) -> None:
         tx.send(
-            "INSERT INTO event (node, kind, generation, actor, detail, at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            self._q("event_insert"),
             (node, kind, generation, actor, json.dumps(detail, sort_keys=True), now),
         )
 
@@ -354,33 +341,23 @@ class LedgerBase:
         )
 
     def _lock_node(self, tx: Tx, name: str) -> AgentNode:
-        row = tx.one(
-            f"SELECT {_NODE_COLUMNS} FROM agent_node WHERE name = ?{self.backend.lock_rows}",
-            (name,),
-        )
+        row = tx.one(self._q("node_lock"), (name,))
         if row is None:
             raise BadInput(f"no such node {name!r}", node=name)
         return self._node(row)
 
     def _get_node(self, tx: Tx, name: str) -> AgentNode:
-        row = tx.one(f"SELECT {_NODE_COLUMNS} FROM agent_node WHERE name = ?", (name,))
+        row = tx.one(self._q("node_get"), (name,))
         if row is None:
             raise BadInput(f"no such node {name!r}", node=name)
         return self._node(row)
 
     def _lease_for(self, tx: Tx, name: str, generation: int) -> BodyLease | None:
-        row = tx.one(
-            f"SELECT {_LEASE_COLUMNS} FROM {_LEASE_FROM} WHERE l.node = ? AND l.generation = ?",
-            (name, generation),
-        )
+        row = tx.one(self._q("lease_of_generation"), (name, generation))
         return None if row is None else self._lease(row)
 
     def _active_halt(self, tx: Tx, name: str | None) -> Halt | None:
-        row = tx.one(
-            "SELECT halt_id, node, by, why, at, lifted_at, lifted_by FROM halt "
-            "WHERE lifted_at IS NULL AND (node IS NULL OR node = ?) ORDER BY halt_id LIMIT 1",
-            (name,),
-        )
+        row = tx.one(self._q("halt_blocking_node"), (name,))
         return None if row is None else self._halt(row)
 
     @staticmethod
@@ -448,11 +425,7 @@ class LedgerBase:
         self, tx: Tx, now: int, node: str, presented: int, current: int, action: str, reason: str
     ) -> int:
         """Write a denial receipt and its history event; returns the denial's id."""
-        row = tx.one(
-            "INSERT INTO denial (node, presented_generation, current_generation, action, reason,"
-            " at) VALUES (?, ?, ?, ?, ?, ?) RETURNING denial_id",
-            (node, presented, current, action, reason, now),
-        )
+        row = tx.one(self._q("denial_insert"), (node, presented, current, action, reason, now))
         assert row is not None
         self._event(tx, now, node=node, kind="write.denied", generation=presented,
                     actor=f"{node}@{presented}", action=action, reason=reason,
@@ -463,9 +436,7 @@ class LedgerBase:
         self, tx: Tx, now: int, node: str, generation: int, action: str
     ) -> None:
         """A successor launched by a relief acts only once its birth is RUNNING."""
-        row = tx.one(
-            "SELECT state FROM birth WHERE node = ? AND generation = ?", (node, generation)
-        )
+        row = tx.one(self._q("birth_state_of_generation"), (node, generation))
         if row is None or row[0] == "RUNNING":
             return
         reason = "successor not yet challenged" if row[0] == "PROVISIONAL" else "birth failed"
@@ -481,11 +452,7 @@ class LedgerBase:
     def _end_lease(
         self, tx: Tx, now: int, lease: BodyLease, state: LeaseState, reason: str, *, actor: str
     ) -> None:
-        tx.run(
-            "UPDATE body_lease SET state = ?, ended_at = ?, end_reason = ? "
-            "WHERE lease_id = ? AND state = 'LIVE'",
-            (state.value, now, reason, lease.lease_id),
-        )
+        tx.run(self._q("lease_end_if_live"), (state.value, now, reason, lease.lease_id))
         self._event(
             tx,
             now,

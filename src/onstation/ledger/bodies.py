@@ -31,11 +31,6 @@ SESSION_LEASE_TTL = timedelta(hours=12)
 #: The holder of a successor lease that waits for the next interactive session to take it.
 INTERACTIVE_HOLDER = "interactive successor (waiting for a session)"
 
-_SESSION_COLUMNS = (
-    "session_id, harness, node, generation, lease_id, state, workspace, bound_at, "
-    "relief_requested_at, stop_blocked_at, telemetry_cursor, transcript_path, launcher"
-)
-
 
 @dataclass(frozen=True)
 class BodySession(Record):
@@ -113,11 +108,8 @@ class HarnessLedger(Correspondence):
 
         def body(tx: Tx, now: int) -> None:
             self.ledger._get_node(tx, node)
-            tx.run("DELETE FROM workspace_binding WHERE path = ?", (real,))
-            tx.run(
-                "INSERT INTO workspace_binding (path, node, harness, bound_at) VALUES (?, ?, ?, ?)",
-                (real, node, harness, now),
-            )
+            tx.run(self._q("workspace_binding_delete"), (real,))
+            tx.run(self._q("workspace_binding_insert"), (real, node, harness, now))
             self.ledger._event(tx, now, node=node, kind="workspace.bound", generation=None,
                                actor=by, path=real, harness=harness)  # fmt: skip
 
@@ -128,10 +120,10 @@ class HarnessLedger(Correspondence):
         real = os.path.realpath(path)
 
         def body(tx: Tx, now: int) -> str | None:
-            row = tx.one("SELECT node FROM workspace_binding WHERE path = ?", (real,))
+            row = tx.one(self._q("workspace_binding_node"), (real,))
             if row is None:
                 return None
-            tx.run("DELETE FROM workspace_binding WHERE path = ?", (real,))
+            tx.run(self._q("workspace_binding_delete"), (real,))
             self.ledger._event(tx, now, node=row[0], kind="workspace.unbound", generation=None,
                                actor=by, path=real)  # fmt: skip
             return str(row[0])
@@ -149,10 +141,7 @@ class HarnessLedger(Correspondence):
     def workspace_of(self, node: str) -> str | None:
         """The workspace most recently bound to ``node`` (None when it has none)."""
         row = self.ledger._read(
-            lambda tx, _now: tx.one(
-                "SELECT path FROM workspace_binding WHERE node = ? ORDER BY bound_at DESC LIMIT 1",
-                (node,),
-            )
+            lambda tx, _now: tx.one(self._q("workspace_latest_of_node"), (node,))
         )
         return None if row is None else str(row[0])
 
@@ -160,25 +149,15 @@ class HarnessLedger(Correspondence):
         """The recorded body of a harness session, if it was ever seen."""
         return self.ledger._read(lambda tx, _now: self._load_session(tx, session_id))
 
-    @staticmethod
-    def _load_session(tx: Tx, session_id: str) -> BodySession | None:
-        row = tx.one(
-            f"SELECT {_SESSION_COLUMNS} FROM body_session WHERE session_id = ?", (session_id,)
-        )
+    def _load_session(self, tx: Tx, session_id: str) -> BodySession | None:
+        row = tx.one(self._q("session_by_id"), (session_id,))
         return None if row is None else _session(row)
 
     def sessions(self, node: str) -> list[BodySession]:
         """Every session seen for a node, oldest first."""
         validate_name(node, "node")
         return self.ledger._read(
-            lambda tx, _now: [
-                _session(r)
-                for r in tx.all(
-                    f"SELECT {_SESSION_COLUMNS} FROM body_session WHERE node = ? "
-                    "ORDER BY bound_at, session_id",
-                    (node,),
-                )
-            ]
+            lambda tx, _now: [_session(r) for r in tx.all(self._q("sessions_of_node"), (node,))]
         )
 
     def admit_session(
@@ -231,7 +210,7 @@ class HarnessLedger(Correspondence):
                 return Admission(known, not fenced, fenced, None, reason)
             if live is not None and live[2] == INTERACTIVE_HOLDER:
                 # The next new session takes a relief's pending interactive successor lease.
-                tx.run("UPDATE body_lease SET holder = ? WHERE lease_id = ?", (holder, live[0]))
+                tx.run(self._q("session_lease_holder_set"), (holder, live[0]))
                 self.ledger._event(tx, now, node=node, kind="session.successor_bound",
                                    generation=live[1], actor=holder, session_id=session_id,
                                    lease_id=live[0])  # fmt: skip
@@ -252,10 +231,7 @@ class HarnessLedger(Correspondence):
                 )  # fmt: skip
             generation = current.generation
             if live is None:
-                spent = tx.one(
-                    "SELECT 1 FROM body_lease WHERE node = ? AND generation = ?",
-                    (node, generation),
-                )
+                spent = tx.one(self._q("session_generation_spent"), (node, generation))
                 if spent is not None:
                     # The previous body is gone (its lease ended): one generation admits one
                     # body, so the new session gets the next, in this same transaction.
@@ -275,14 +251,9 @@ class HarnessLedger(Correspondence):
 
         return self.ledger._write(body)
 
-    @staticmethod
-    def _live_lease_in(tx: Tx, now: int, node: str) -> tuple[int, int, str | None] | None:
+    def _live_lease_in(self, tx: Tx, now: int, node: str) -> tuple[int, int, str | None] | None:
         """(lease id, generation, holder) of the node's live, unexpired lease."""
-        row = tx.one(
-            "SELECT lease_id, generation, holder FROM body_lease WHERE node = ? "
-            "AND state = 'LIVE' AND expires_at > ?",
-            (node, now),
-        )
+        row = tx.one(self._q("session_live_lease"), (node, now))
         return None if row is None else (int(row[0]), int(row[1]), row[2])
 
     def _record_session(
@@ -324,15 +295,13 @@ class HarnessLedger(Correspondence):
             return existing  # bound to its identity for good; never moved to another
         if existing is None:
             tx.run(
-                f"INSERT INTO body_session ({_SESSION_COLUMNS}) VALUES "
-                "(?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL, ?)",
+                self._q("session_insert"),
                 (session_id, harness, node, generation, lease_id, state, workspace, now,
                  launcher_text),
             )  # fmt: skip
         else:
             tx.run(
-                "UPDATE body_session SET generation = ?, lease_id = ?, state = ?, "
-                "bound_at = ?, launcher = COALESCE(?, launcher) WHERE session_id = ?",
+                self._q("session_rejudge"),
                 (generation, lease_id, state, now, launcher_text, session_id),
             )
         if existing is None or existing.state != state:
@@ -358,11 +327,7 @@ class HarnessLedger(Correspondence):
         """What the identity's newest admitted body runs under (None: no body recorded one)."""
         validate_name(node, "node")
         row = self.ledger._read(
-            lambda tx, _now: tx.one(
-                "SELECT launcher FROM body_session WHERE node = ? AND state = 'ADMITTED' "
-                "AND launcher IS NOT NULL ORDER BY generation DESC, bound_at DESC LIMIT 1",
-                (node,),
-            )
+            lambda tx, _now: tx.one(self._q("session_recorded_launcher"), (node,))
         )
         return None if row is None else dict(json.loads(row[0]))
 
@@ -371,23 +336,18 @@ class HarnessLedger(Correspondence):
         if flag not in ("relief_requested_at", "stop_blocked_at"):
             raise BadInput(f"unknown session flag {flag!r}")
 
-        def body(tx: Tx, now: int) -> None:
-            tx.run(
-                f"UPDATE body_session SET {flag} = ? WHERE session_id = ? AND {flag} IS NULL",
-                (now, session_id),
-            )
-
-        self.ledger._write(body)
+        sql = (
+            self._q("session_flag_relief_requested")
+            if flag == "relief_requested_at"
+            else self._q("session_flag_stop_blocked")
+        )
+        self.ledger._write(lambda tx, now: tx.run(sql, (now, session_id)))
 
     def set_transcript(self, session_id: str, path: str) -> None:
         """Remember where the session's transcript lives (evidence for a native resume)."""
         validate_free_text(path, "transcript_path", 4096)
         self.ledger._write(
-            lambda tx, _now: tx.run(
-                "UPDATE body_session SET transcript_path = ? WHERE session_id = ? "
-                "AND (transcript_path IS NULL OR transcript_path <> ?)",
-                (path, session_id, path),
-            )
+            lambda tx, _now: tx.run(self._q("session_transcript_set"), (path, session_id, path))
         )
 
     def rebind_session(
@@ -400,14 +360,9 @@ class HarnessLedger(Correspondence):
             if existing is None:
                 raise BadInput(f"no such session {session_id!r}")
             self.ledger._lock_node(tx, existing.node)
+            tx.run(self._q("session_native_resume"), (generation, lease_id, now, session_id))
             tx.run(
-                "UPDATE body_session SET generation = ?, lease_id = ?, state = 'ADMITTED', "
-                "relief_requested_at = NULL, stop_blocked_at = NULL, bound_at = ? "
-                "WHERE session_id = ?",
-                (generation, lease_id, now, session_id),
-            )
-            tx.run(
-                "UPDATE body_lease SET holder = ? WHERE lease_id = ?",
+                self._q("session_lease_holder_set"),
                 (holder_for(existing.harness, session_id), lease_id),
             )
             self.ledger._event(tx, now, node=existing.node, kind="session.native_resumed",
@@ -424,10 +379,7 @@ class HarnessLedger(Correspondence):
         """Remember where the session's transcript was read up to."""
         text = json.dumps(cursor, sort_keys=True)
         self.ledger._write(
-            lambda tx, _now: tx.run(
-                "UPDATE body_session SET telemetry_cursor = ? WHERE session_id = ?",
-                (text, session_id),
-            )
+            lambda tx, _now: tx.run(self._q("session_cursor_set"), (text, session_id))
         )
 
     # -- effect-capable tool calls ------------------------------------------------------------
@@ -437,21 +389,15 @@ class HarnessLedger(Correspondence):
         validate_free_text(tool_use_id, "tool_use_id", 256)
 
         def body(tx: Tx, now: int) -> None:
-            tx.run("DELETE FROM tool_call WHERE tool_use_id = ?", (tool_use_id,))
-            tx.run(
-                "INSERT INTO tool_call (tool_use_id, session_id, effect_id, at) "
-                "VALUES (?, ?, ?, ?)",
-                (tool_use_id, session_id, effect_id, now),
-            )
+            tx.run(self._q("tool_call_delete"), (tool_use_id,))
+            tx.run(self._q("tool_call_insert"), (tool_use_id, session_id, effect_id, now))
 
         self.ledger._write(body)
 
     def effect_for_tool_call(self, tool_use_id: str) -> str | None:
         """The effect a PreToolUse dispatched for this tool call, if any."""
         row = self.ledger._read(
-            lambda tx, _now: tx.one(
-                "SELECT effect_id FROM tool_call WHERE tool_use_id = ?", (tool_use_id,)
-            )
+            lambda tx, _now: tx.one(self._q("tool_call_effect"), (tool_use_id,))
         )
         return None if row is None else str(row[0])
 
@@ -479,23 +425,17 @@ class HarnessLedger(Correspondence):
         """
 
         def body(tx: Tx, now: int) -> bool:
-            tx.run("DELETE FROM telemetry WHERE session_id = ?", (session.session_id,))
+            tx.run(self._q("telemetry_delete"), (session.session_id,))
             tx.run(
-                "INSERT INTO telemetry (session_id, node, generation, percent, used_tokens, "
-                "window_tokens, source, model, tier, reported_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                self._q("telemetry_insert"),
                 (session.session_id, session.node, session.generation, percent, used_tokens,
                  window_tokens, source, model, tier, now),
             )  # fmt: skip
-            seen = tx.one(
-                "SELECT 1 FROM tier_mark WHERE session_id = ? AND tier = ?",
-                (session.session_id, tier),
-            )
+            seen = tx.one(self._q("tier_mark_seen"), (session.session_id, tier))
             if seen is not None:
                 return False
             tx.run(
-                "INSERT INTO tier_mark (session_id, tier, generation, percent, at) "
-                "VALUES (?, ?, ?, ?, ?)",
+                self._q("tier_mark_insert"),
                 (session.session_id, tier, session.generation, percent, now),
             )
             self.ledger._event(tx, now, node=session.node, kind="hull.tier",
@@ -511,11 +451,7 @@ class HarnessLedger(Correspondence):
                                      generation=session.generation,
                                      sender_generation=None)  # fmt: skip
                 if kind.startswith("relief."):
-                    tx.run(
-                        "UPDATE body_session SET relief_requested_at = ? WHERE session_id = ? "
-                        "AND relief_requested_at IS NULL",
-                        (now, session.session_id),
-                    )
+                    tx.run(self._q("session_flag_relief_requested"), (now, session.session_id))
             return True
 
         return self.ledger._write(body)
@@ -523,12 +459,7 @@ class HarnessLedger(Correspondence):
     def latest_fill(self, node: str) -> dict[str, Any] | None:
         """The most recent fill reading of any body of ``node``."""
         row = self.ledger._read(
-            lambda tx, _now: tx.one(
-                "SELECT session_id, generation, percent, used_tokens, window_tokens, source, "
-                "model, tier, reported_at FROM telemetry WHERE node = ? "
-                "ORDER BY reported_at DESC LIMIT 1",
-                (node,),
-            )
+            lambda tx, _now: tx.one(self._q("telemetry_latest_of_node"), (node,))
         )
         if row is None:
             return None

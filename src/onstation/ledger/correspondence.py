@@ -40,12 +40,6 @@ class Message(Record):
     sender_generation: int | None = None
 
 
-_MESSAGE_COLUMNS = (
-    "message_id, sender, recipient, kind, body, reply_to, created_at, delivered_at, generation, "
-    "sender_generation"
-)
-
-
 def _message(r: Row) -> Message:
     return Message(int(r[0]), r[1], r[2], r[3], r[4], None if r[5] is None else int(r[5]),
                    _at(r[6]), from_us(r[7]), None if r[8] is None else int(r[8]),
@@ -87,6 +81,10 @@ class Correspondence:
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
 
+    def _q(self, name: str) -> str:
+        """The named query ``name`` in the ledger's dialect (see :mod:`.named_queries`)."""
+        return self.ledger._q(name)
+
     # -- messages -----------------------------------------------------------------------------
 
     def post_message(
@@ -119,10 +117,7 @@ class Correspondence:
         def run(tx: Tx, now: int) -> Message:
             replied = None
             if reply_to is not None:
-                replied = tx.one(
-                    "SELECT recipient, kind, generation FROM message WHERE message_id = ?",
-                    (reply_to,),
-                )
+                replied = tx.one(self._q("message_replied_to"), (reply_to,))
                 if replied is None:
                     raise BadInput(f"--reply-to: no such message {reply_to}")
             if sender_generation is not None:
@@ -145,12 +140,11 @@ class Correspondence:
         reply_to: int | None, generation: int | None, sender_generation: int | None,
     ) -> Message:  # fmt: skip
         row = tx.one(
-            "INSERT INTO message (sender, recipient, kind, body, reply_to, created_at, "
-            "generation, sender_generation) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING message_id",
+            self._q("message_insert"),
             (sender, recipient, kind, body, reply_to, now, generation, sender_generation),
         )
         assert row is not None
-        node = tx.one("SELECT name FROM agent_node WHERE name = ?", (recipient,))
+        node = tx.one(self._q("message_recipient_node"), (recipient,))
         self.ledger._event(tx, now, node=None if node is None else recipient,
                            kind="message.sent", generation=generation, actor=sender,
                            message_id=int(row[0]), to=recipient, message_kind=kind,
@@ -173,17 +167,12 @@ class Correspondence:
         def run(tx: Tx, now: int) -> list[Message]:
             args: tuple[int, ...] = ()
             if generation is None:
-                scope = ""
+                sql = self._q("message_take_all")
             elif fenced:
-                scope, args = " AND generation = ?", (generation,)
+                sql, args = self._q("message_take_generation"), (generation,)
             else:
-                scope, args = " AND (generation IS NULL OR generation = ?)", (generation,)
-            rows = tx.all(
-                "UPDATE message SET delivered_at = ?, delivered_to = ? "
-                f"WHERE recipient = ? AND delivered_at IS NULL{scope} "
-                f"RETURNING {_MESSAGE_COLUMNS}",
-                (now, delivered_to, recipient, *args),
-            )
+                sql, args = self._q("message_take_for_body"), (generation,)
+            rows = tx.all(sql, (now, delivered_to, recipient, *args))
             return sorted((_message(r) for r in rows), key=lambda m: m.message_id)
 
         return self.ledger._write(run)
@@ -197,13 +186,12 @@ class Correspondence:
         validate_name(recipient, "to")
 
         def run(tx: Tx, now: int) -> int:
-            scope = "" if generation is None else " AND generation <= ?"
+            if generation is None:
+                return tx.run(self._q("message_expire_all"), (now, f"expired: {reason}", recipient))
             return tx.run(
-                "UPDATE message SET delivered_at = ?, delivered_to = ? "
-                f"WHERE recipient = ? AND delivered_at IS NULL{scope}",
-                (now, f"expired: {reason}", recipient,
-                 *(() if generation is None else (generation,))),
-            )  # fmt: skip
+                self._q("message_expire_through_generation"),
+                (now, f"expired: {reason}", recipient, generation),
+            )
 
         return self.ledger._write(run)
 
@@ -212,12 +200,7 @@ class Correspondence:
         validate_name(recipient, "to")
         return self.ledger._read(
             lambda tx, _now: [
-                _message(r)
-                for r in tx.all(
-                    f"SELECT {_MESSAGE_COLUMNS} FROM message WHERE recipient = ? "
-                    "ORDER BY message_id",
-                    (recipient,),
-                )
+                _message(r) for r in tx.all(self._q("messages_of_recipient"), (recipient,))
             ]
         )
 
@@ -226,16 +209,7 @@ class Correspondence:
         validate_name(node, "node")
         return self.ledger._read(
             lambda tx, _now: [
-                _message(r)
-                for r in tx.all(
-                    "SELECT m.message_id, m.sender, m.recipient, m.kind, m.body, m.reply_to, "
-                    "m.created_at, m.delivered_at, m.generation, m.sender_generation "
-                    "FROM message m WHERE m.recipient = ? "
-                    "AND m.kind IN ('APPROACH', 'CHECKPOINT') AND NOT EXISTS "
-                    "(SELECT 1 FROM message r WHERE r.reply_to = m.message_id) "
-                    "ORDER BY m.message_id",
-                    (node,),
-                )
+                _message(r) for r in tx.all(self._q("message_open_exchanges"), (node,))
             ]
         )
 
@@ -264,8 +238,7 @@ class Correspondence:
                 self.ledger._guard(tx, now, node, generation, f"note {kind}")
             current = self.ledger._lock_node(tx, node)
             row = tx.one(
-                "INSERT INTO note (node, generation, kind, text, rationale, at) "
-                "VALUES (?, ?, ?, ?, ?, ?) RETURNING note_id",
+                self._q("note_insert"),
                 (node, current.generation, kind, text, rationale, now),
             )
             assert row is not None
@@ -282,11 +255,7 @@ class Correspondence:
         return self.ledger._read(
             lambda tx, _now: [
                 Note(int(r[0]), r[1], int(r[2]), r[3], r[4], r[5], _at(r[6]))
-                for r in tx.all(
-                    "SELECT note_id, node, generation, kind, text, rationale, at FROM note "
-                    "WHERE node = ? ORDER BY note_id",
-                    (node,),
-                )
+                for r in tx.all(self._q("notes_of_node"), (node,))
             ]
         )
 
@@ -307,8 +276,7 @@ class Correspondence:
 
         def insert(tx: Tx, now: int, stamped: int, late: bool) -> Document:
             row = tx.one(
-                "INSERT INTO document (node, generation, kind, path, content, digest, at, late) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING document_id",
+                self._q("document_insert"),
                 (node, stamped, kind, path, text, digest, now, 1 if late else 0),
             )
             assert row is not None
@@ -335,8 +303,6 @@ class Correspondence:
 
         return self.ledger._write(body)
 
-    _DOCUMENT_COLUMNS = "document_id, node, generation, kind, path, content, digest, at, late"
-
     @staticmethod
     def _document(row: Row) -> Document:
         return Document(int(row[0]), row[1], int(row[2]), row[3], row[4], json.loads(row[5]),
@@ -345,13 +311,7 @@ class Correspondence:
     def latest_document(self, node: str, kind: str) -> Document | None:
         """The newest brief or manifest of ``node`` (late briefs are not hand-overs)."""
         validate_name(node, "node")
-        row = self.ledger._read(
-            lambda tx, _now: tx.one(
-                f"SELECT {self._DOCUMENT_COLUMNS} FROM document WHERE node = ? AND kind = ? "
-                "AND late = 0 ORDER BY document_id DESC LIMIT 1",
-                (node, kind),
-            )
-        )
+        row = self.ledger._read(lambda tx, _now: tx.one(self._q("document_latest"), (node, kind)))
         return None if row is None else self._document(row)
 
     def late_documents(self, node: str, *, since_id: int = 0) -> list[Document]:
@@ -360,11 +320,7 @@ class Correspondence:
         return [
             self._document(r)
             for r in self.ledger._read(
-                lambda tx, _now: tx.all(
-                    f"SELECT {self._DOCUMENT_COLUMNS} FROM document WHERE node = ? AND late = 1 "
-                    "AND document_id > ? ORDER BY document_id",
-                    (node, since_id),
-                )
+                lambda tx, _now: tx.all(self._q("documents_late_since"), (node, since_id))
             )
         ]
 

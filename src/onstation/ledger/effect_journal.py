@@ -26,10 +26,7 @@ from onstation.core.types import (
     ReconcileReport,
 )
 from onstation.ledger.backends import Tx
-from onstation.ledger.base import (
-    _EFFECT_COLUMNS,
-    LedgerBase,
-)
+from onstation.ledger.base import LedgerBase
 
 
 class EffectJournal(LedgerBase):
@@ -87,16 +84,12 @@ class EffectJournal(LedgerBase):
         description = f"effect intend {payload['operation']} {payload['destination']}"
 
         def logical_effect(tx: Tx) -> Effect | None:
-            row = tx.one(
-                f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE fingerprint = ?", (logical_print,)
-            )
+            row = tx.one(self._q("effect_by_fingerprint"), (logical_print,))
             if row is None:
                 # An effect recorded before schema 5 under a slot has the slot in its
                 # fingerprint; its identity columns still find it.
                 row = tx.one(
-                    f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE node = ? AND operation = ? "
-                    "AND destination = ? AND arguments = ? AND repeat_of IS NULL "
-                    "ORDER BY created_at, effect_id LIMIT 1",
+                    self._q("effect_original_by_identity"),
                     (node, payload["operation"], payload["destination"], args_text),
                 )
             return None if row is None else self._effect(row)
@@ -118,8 +111,7 @@ class EffectJournal(LedgerBase):
             if existing.state is EffectState.INTENDED and existing.generation == generation:
                 return existing, False
             tx.run(
-                "UPDATE effect SET state = 'INTENDED', generation = ?, updated_at = ?, "
-                "resolved_by = NULL, resolution = NULL WHERE effect_id = ?",
+                self._q("effect_reintend"),
                 (generation, now, existing.effect_id),
             )
             self._event(tx, now, node=node, kind="effect.reintended", generation=generation,
@@ -131,8 +123,7 @@ class EffectJournal(LedgerBase):
         def record(tx: Tx, now: int, print_: str, repeat_of: str | None) -> tuple[Effect, bool]:
             effect_id = effect_id_for(print_)
             tx.run(
-                f"INSERT INTO effect ({_EFFECT_COLUMNS}) VALUES "
-                "(?, ?, ?, ?, ?, ?, ?, ?, ?, 'INTENDED', NULL, ?, ?, NULL, NULL, ?, ?)",
+                self._q("effect_insert_intended"),
                 (effect_id, node, generation, print_, payload["operation"],
                  payload["destination"], args_text, repeat_slot, caller_ref, now, now,
                  repeat_of, repeat_reason),
@@ -168,16 +159,13 @@ class EffectJournal(LedgerBase):
                 )
             if original.approval_slot == repeat_slot:
                 return present_again(tx, now, original)
-            row = tx.one(
-                f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE fingerprint = ?", (repeat_print,)
-            )
+            row = tx.one(self._q("effect_by_fingerprint"), (repeat_print,))
             if row is not None:
                 return present_again(tx, now, self._effect(row))
             # Repeating what may or may not have happened could make it happen twice: an
             # AMBIGUOUS effect is settled by an operator first, whatever the caller declares.
             unsettled = tx.one(
-                "SELECT effect_id FROM effect WHERE (effect_id = ? OR repeat_of = ?) "
-                "AND state = 'AMBIGUOUS' ORDER BY effect_id LIMIT 1",
+                self._q("effect_ambiguous_of_original"),
                 (original.effect_id, original.effect_id),
             )
             if unsettled is not None:
@@ -192,7 +180,7 @@ class EffectJournal(LedgerBase):
         return self._write(body)
 
     def _load_effect(self, tx: Tx, effect_id: str) -> Effect:
-        row = tx.one(f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE effect_id = ?", (effect_id,))
+        row = tx.one(self._q("effect_by_id"), (effect_id,))
         if row is None:
             raise BadInput(f"no such effect {effect_id!r}", effect_id=effect_id)
         return self._effect(row)
@@ -257,8 +245,7 @@ class EffectJournal(LedgerBase):
                     effect_id=effect_id, state=effect.state.value,
                 )  # fmt: skip
             changed = tx.run(
-                "UPDATE effect SET state = ?, updated_at = ?, result = COALESCE(?, result) "
-                "WHERE effect_id = ? AND state = ?",
+                self._q("effect_advance"),
                 (target.value, now, result_text, effect_id, effect.state.value),
             )
             if changed != 1:  # pragma: no cover - the node lock makes this unreachable
@@ -305,9 +292,7 @@ class EffectJournal(LedgerBase):
         def body(tx: Tx, now: int) -> ReconcileReport:
             current = self._lock_node(tx, node)
             rows = tx.all(
-                f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE node = ? AND generation < ? "
-                "AND state IN ('INTENDED', 'DISPATCHED', 'OBSERVED') ORDER BY created_at, "
-                "effect_id",
+                self._q("effect_unsettled_of_fenced_generations"),
                 (node, current.generation),
             )
             moved: dict[EffectState, list[str]] = {
@@ -326,29 +311,21 @@ class EffectJournal(LedgerBase):
                 effect = self._effect(row)
                 action = EffectAction.RECONCILE
                 if effect.state is EffectState.INTENDED and tx.one(
-                    "SELECT 1 FROM denial WHERE node = ? AND presented_generation = ? "
-                    "AND action = ? AND reason IN (?, ?, ?, ?) LIMIT 1",
+                    self._q("effect_dispatch_denied_for_good"),
                     (node, effect.generation, f"effect dispatch {effect.effect_id}", *ended),
                 ):
                     action = EffectAction.RECONCILE_REFUSED
                 target = next_state(action, effect.state)
                 assert target is not None
                 tx.run(
-                    "UPDATE effect SET state = ?, updated_at = ? WHERE effect_id = ?",
+                    self._q("effect_set_state"),
                     (target.value, now, effect.effect_id),
                 )
                 self._event(tx, now, node=node, kind=f"effect.{target.value.lower()}",
                             generation=effect.generation, actor=by, effect_id=effect.effect_id,
                             previous_state=effect.state.value, via="reconcile")  # fmt: skip
                 moved[target].append(effect.effect_id)
-            unresolved = [
-                r[0]
-                for r in tx.all(
-                    "SELECT effect_id FROM effect WHERE node = ? AND state = 'AMBIGUOUS' "
-                    "ORDER BY effect_id",
-                    (node,),
-                )
-            ]
+            unresolved = [r[0] for r in tx.all(self._q("effect_ambiguous_ids_of_node"), (node,))]
             self._event(tx, now, node=node, kind="node.reconciled", generation=current.generation,
                         actor=by, ambiguous=moved[EffectState.AMBIGUOUS],
                         failed_before_dispatch=moved[EffectState.FAILED_BEFORE_DISPATCH],
@@ -392,8 +369,7 @@ class EffectJournal(LedgerBase):
                     effect_id=effect_id, state=effect.state.value,
                 )  # fmt: skip
             tx.run(
-                "UPDATE effect SET state = ?, updated_at = ?, resolved_by = ?, resolution = ? "
-                "WHERE effect_id = ?",
+                self._q("effect_resolve"),
                 (target.value, now, by, f"{outcome}: {why}", effect_id),
             )
             self._event(tx, now, node=effect.node, kind=f"effect.{target.value.lower()}",
@@ -410,13 +386,10 @@ class EffectJournal(LedgerBase):
 
         def body(tx: Tx, _now: int) -> list[Effect]:
             self._get_node(tx, node)
-            sql = f"SELECT {_EFFECT_COLUMNS} FROM effect WHERE node = ?"
-            params: list[Any] = [node]
-            if state is not None:
-                sql += " AND state = ?"
-                params.append(state.value)
-            return [
-                self._effect(r) for r in tx.all(sql + " ORDER BY created_at, effect_id", params)
-            ]
+            if state is None:
+                rows = tx.all(self._q("effects_of_node"), (node,))
+            else:
+                rows = tx.all(self._q("effects_of_node_in_state"), (node, state.value))
+            return [self._effect(r) for r in rows]
 
         return self._read(body)

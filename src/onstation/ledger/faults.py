@@ -1,8 +1,9 @@
 """Deliberate bugs for the simulator to plant, one at a time, to prove its checks bite.
 
 Each plant changes one ledger rule for the duration of a ``with planted(name):`` block (by
-patching the ledger's own modules), so it lives beside the SQL and the rules it breaks. Only
-the simulator (``onstation simulate --plant NAME``) uses it; nothing else imports it.
+patching the ledger's own modules), so it lives beside the SQL and the rules it breaks; the
+SQL of the plants is in ``queries/faults.sql``, marked there as planted faults. Only the
+simulator (``onstation simulate --plant NAME``) uses it; nothing else imports it.
 """
 
 from __future__ import annotations
@@ -64,20 +65,19 @@ def planted(name: str | None) -> Iterator[None]:
             stack.enter_context(mock.patch.object(base, "judge_write", lax))
         elif name == "fence-keeps-lease":
 
-            def keep(tx: Any, now: int, node: str, expect: int, reason: str) -> Any:
-                row = tx.one("UPDATE agent_node SET generation = generation + 1 "
-                             "WHERE name = ? AND generation = ? RETURNING generation",
-                             (node, expect))  # fmt: skip
+            def keep(self: Ledger, tx: Any, now: int, node: str, expect: int, reason: str) -> Any:
+                row = tx.one(self._q("fault_fence_keeps_lease"), (node, expect))
                 return row, [], []
 
-            stack.enter_context(mock.patch.object(Ledger, "_fence_statements", staticmethod(keep)))
+            stack.enter_context(mock.patch.object(Ledger, "_fence_statements", keep))
         elif name == "breaker-forgets-on-restart":
             real_open = Ledger.open.__func__  # type: ignore[attr-defined]  # a classmethod's function
 
             def forgetful(cls: type[Ledger], *args: Any, **kwargs: Any) -> Ledger:
                 opened: Ledger = real_open(cls, *args, **kwargs)
-                opened._write(lambda tx, _now: tx.run(
-                    "UPDATE agent_node SET breaker_open = 0, breaker_reason = NULL"))  # fmt: skip
+                opened._write(
+                    lambda tx, _now: tx.run(opened._q("fault_breaker_forgets_on_restart"))
+                )
                 return opened
 
             stack.enter_context(mock.patch.object(Ledger, "open", classmethod(forgetful)))

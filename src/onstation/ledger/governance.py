@@ -10,6 +10,7 @@ from onstation.core.errors import (
 )
 from onstation.core.governor import RespawnPolicy, decide_respawn
 from onstation.core.names import validate_free_text, validate_name
+from onstation.core.timefmt import human_time
 from onstation.core.types import (
     AgentNode,
     Halt,
@@ -84,7 +85,7 @@ class Governance(LedgerBase):
                             reopens_at=None if status.reopens_at is None
                             else status.reopens_at.isoformat())  # fmt: skip
                 reopens = (
-                    f"; reopens at {status.reopens_at.isoformat()}" if status.reopens_at else ""
+                    f"; reopens at {human_time(status.reopens_at)}" if status.reopens_at else ""
                 )
                 raise _CommitThenRaise(
                     BlockedByPolicy(

@@ -20,8 +20,6 @@ from onstation.core.types import (
 )
 from onstation.ledger.backends import Row, Tx
 from onstation.ledger.base import (
-    _LEASE_COLUMNS,
-    _LEASE_FROM,
     DEFAULT_LEASE_TTL,
     LedgerBase,
     _at,
@@ -68,24 +66,11 @@ class LeaseRecords(LedgerBase):
             # Take the locks first, in their own statement, so that the read below gets a
             # snapshot taken after them: it then sees a halt or a lease committed while we
             # waited (a single statement would keep its pre-wait snapshot for the joins).
-            tx.one(
-                "SELECT n.generation FROM agent_node n CROSS JOIN gate g WHERE n.name = ? "
-                "FOR UPDATE OF n FOR SHARE OF g",
-                (node,),
-            )
+            tx.one(self._q("lease_admission_lock"), (node,))
         # One round trip reads the node (locked), its current lease, any halt in force and
         # the open episode (and, on PostgreSQL, takes the halt gate in share mode):
         # admission is on the hot path of every relief.
-        row = tx.one(
-            "SELECT n.generation, n.state, l.lease_id, l.state, l.expires_at, l.holder, "
-            "(SELECT h.halt_id FROM halt h WHERE h.lifted_at IS NULL "
-            " AND (h.node IS NULL OR h.node = n.name) ORDER BY h.halt_id LIMIT 1), "
-            "(SELECT e.episode_id FROM work_episode e WHERE e.node = n.name "
-            " AND e.state = 'OPEN') "
-            "FROM agent_node n LEFT JOIN body_lease l "
-            "ON l.node = n.name AND l.generation = n.generation WHERE n.name = ?",
-            (node,),
-        )
+        row = tx.one(self._q("lease_admission_read"), (node,))
         if row is None:
             raise BadInput(f"no such node {node!r}", node=node)
         generation, state = int(row[0]), row[1]
@@ -116,16 +101,7 @@ class LeaseRecords(LedgerBase):
         if pg:
             # Lease, run and history in one statement: one round trip.
             got = tx.one(
-                "WITH lease AS ("
-                " INSERT INTO body_lease (node, generation, state, holder, acquired_at,"
-                " renewed_at, expires_at, episode_id) VALUES (?, ?, 'LIVE', ?, ?, ?, ?, ?)"
-                " RETURNING lease_id),"
-                " history AS ("
-                " INSERT INTO event (node, kind, generation, actor, detail, at)"
-                " SELECT ?, 'lease.acquired', ?, ?,"
-                " (CAST(? AS jsonb) || jsonb_build_object('lease_id', lease_id))::text, ?"
-                " FROM lease)"
-                " SELECT lease_id FROM lease",
+                self._q("pg_lease_insert_with_event"),
                 (node, generation, holder, now, now, expires, row[7],
                  node, generation, by, json.dumps(detail), now),
             )  # fmt: skip
@@ -133,9 +109,7 @@ class LeaseRecords(LedgerBase):
             lease_id = int(got[0])
         else:
             inserted = tx.one(
-                "INSERT INTO body_lease (node, generation, state, holder, acquired_at,"
-                " renewed_at, expires_at, episode_id) VALUES (?, ?, 'LIVE', ?, ?, ?, ?, ?)"
-                " RETURNING lease_id",
+                self._q("lease_insert"),
                 (node, generation, holder, now, now, expires, row[7]),
             )
             assert inserted is not None
@@ -234,8 +208,7 @@ class LeaseRecords(LedgerBase):
         def body(tx: Tx, now: int) -> None:
             self._lock_node(tx, node)
             moved = tx.one(
-                "UPDATE body_lease SET holder = ? WHERE lease_id = ? AND node = ? AND holder = ? "
-                "AND state = 'LIVE' RETURNING generation",
+                self._q("lease_hand_over"),
                 (to, lease_id, node, holder),
             )
             if moved is None:
@@ -246,34 +219,20 @@ class LeaseRecords(LedgerBase):
 
         self._write(body)
 
-    @staticmethod
     def _fence_statements(
-        tx: Tx, now: int, node: str, expect: int, reason: str
+        self, tx: Tx, now: int, node: str, expect: int, reason: str
     ) -> tuple[Row | None, list[Row], list[int]]:
         """The fence as plain statements (SQLite: BEGIN IMMEDIATE already serializes)."""
         # The conditional UPDATE is the compare-and-swap.
-        row = tx.one(
-            "UPDATE agent_node SET generation = generation + 1 "
-            "WHERE name = ? AND generation = ? RETURNING generation",
-            (node, expect),
-        )
+        row = tx.one(self._q("fence_bump_generation"), (node, expect))
         if row is None:
             return None, [], []
-        fenced = tx.all(
-            "UPDATE body_lease SET state = 'FENCED', ended_at = ?, end_reason = ? "
-            "WHERE node = ? AND state = 'LIVE' RETURNING lease_id, generation",
-            (now, reason, node),
-        )
-        grants = tx.all(
-            "UPDATE capability_grant SET state = 'REVOKED', revoked_at = ? "
-            "WHERE node = ? AND state = 'LIVE' AND generation <= ? RETURNING grant_id",
-            (now, node, expect),
-        )
+        fenced = tx.all(self._q("fence_revoke_leases"), (now, reason, node))
+        grants = tx.all(self._q("fence_revoke_grants"), (now, node, expect))
         return row, fenced, sorted(int(r[0]) for r in grants)
 
-    @staticmethod
     def _fence_statement_pg(
-        tx: Tx, now: int, node: str, expect: int, reason: str
+        self, tx: Tx, now: int, node: str, expect: int, reason: str
     ) -> tuple[Row | None, list[Row], list[int]]:
         """The same fence as one PostgreSQL statement (data-modifying CTEs): one round trip.
 
@@ -283,26 +242,8 @@ class LeaseRecords(LedgerBase):
         # Lock the node first, in its own statement: at READ COMMITTED each statement takes a
         # fresh snapshot, so the statement below then sees every lease admitted before us
         # (a data-modifying CTE reads one snapshot, taken before any lock wait).
-        tx.one("SELECT generation FROM agent_node WHERE name = ? FOR UPDATE", (node,))
-        row = tx.one(
-            "WITH bumped AS ("
-            " UPDATE agent_node SET generation = generation + 1"
-            " WHERE name = ? AND generation = ? RETURNING name, generation),"
-            " fenced AS ("
-            " UPDATE body_lease SET state = 'FENCED', ended_at = ?, end_reason = ?"
-            " WHERE node IN (SELECT name FROM bumped) AND state = 'LIVE'"
-            " RETURNING lease_id, generation),"
-            " grants AS ("
-            " UPDATE capability_grant SET state = 'REVOKED', revoked_at = ?"
-            " WHERE node IN (SELECT name FROM bumped) AND state = 'LIVE' AND generation <= ?"
-            " RETURNING grant_id)"
-            " SELECT b.generation,"
-            " (SELECT coalesce(array_agg(lease_id ORDER BY lease_id), '{}') FROM fenced),"
-            " (SELECT coalesce(array_agg(generation ORDER BY lease_id), '{}') FROM fenced),"
-            " (SELECT coalesce(array_agg(grant_id ORDER BY grant_id), '{}') FROM grants)"
-            " FROM bumped b",
-            (node, expect, now, reason, now, expect),
-        )
+        tx.one(self._q("fence_node_lock"), (node,))
+        row = tx.one(self._q("pg_fence_cas_revoke"), (node, expect, now, reason, now, expect))
         if row is None:
             return None, [], []
         fenced: list[Row] = [(int(a), int(b)) for a, b in zip(row[1], row[2], strict=True)]
@@ -319,7 +260,7 @@ class LeaseRecords(LedgerBase):
             guarded = self._guard(tx, now, node, generation, "lease renew")
             expires = now + int(ttl.total_seconds() * 1_000_000)
             tx.run(
-                "UPDATE body_lease SET renewed_at = ?, expires_at = ? WHERE lease_id = ?",
+                self._q("lease_renew"),
                 (now, expires, guarded.lease.lease_id),
             )
             lease = self._lease_for(tx, node, generation)
@@ -350,26 +291,14 @@ class LeaseRecords(LedgerBase):
 
         def body(tx: Tx, _now: int) -> list[BodyLease]:
             self._get_node(tx, node)
-            return [
-                self._lease(r)
-                for r in tx.all(
-                    f"SELECT {_LEASE_COLUMNS} FROM {_LEASE_FROM} WHERE l.node = ? "
-                    "ORDER BY l.generation",
-                    (node,),
-                )
-            ]
+            return [self._lease(r) for r in tx.all(self._q("leases_of_node"), (node,))]
 
         return self._read(body)
 
     def multiple_live_leases(self) -> dict[str, int]:
         """Nodes holding more than one LIVE lease, with the count: an invariant check that is
         empty unless the ledger is broken (the simulator asks it after every step)."""
-        rows = self._read(
-            lambda tx, _now: tx.all(
-                "SELECT node, count(*) FROM body_lease WHERE state = 'LIVE' "
-                "GROUP BY node HAVING count(*) > 1 ORDER BY node"
-            )
-        )
+        rows = self._read(lambda tx, _now: tx.all(self._q("lease_nodes_with_many_live")))
         return {str(node): int(count) for node, count in rows}
 
     def live_lease(self, node: str) -> BodyLease | None:
@@ -399,11 +328,7 @@ class LeaseRecords(LedgerBase):
             self._get_node(tx, node)
             return [
                 Denial(int(r[0]), r[1], int(r[2]), int(r[3]), r[4], r[5], _at(r[6]))
-                for r in tx.all(
-                    "SELECT denial_id, node, presented_generation, current_generation, action, "
-                    "reason, at FROM denial WHERE node = ? ORDER BY denial_id",
-                    (node,),
-                )
+                for r in tx.all(self._q("denials_of_node"), (node,))
             ]
 
         return self._read(body)
@@ -436,20 +361,9 @@ class LeaseRecords(LedgerBase):
 
         def body(tx: Tx, now: int) -> Grant:
             self._guard(tx, now, node, generation, f"grant {capability}")
-            if (
-                tx.one(
-                    "SELECT 1 FROM capability_grant WHERE node = ? AND generation = ? "
-                    "AND capability = ?",
-                    (node, generation, capability),
-                )
-                is not None
-            ):
+            if tx.one(self._q("grant_exists"), (node, generation, capability)) is not None:
                 raise Conflict(f"{capability!r} was already granted to generation {generation}")
-            row = tx.one(
-                "INSERT INTO capability_grant (node, generation, capability, state, issued_at) "
-                "VALUES (?, ?, ?, 'LIVE', ?) RETURNING grant_id",
-                (node, generation, capability, now),
-            )
+            row = tx.one(self._q("grant_insert"), (node, generation, capability, now))
             assert row is not None
             self._event(tx, now, node=node, kind="grant.issued", generation=generation,
                         actor=f"{node}@{generation}", grant_id=int(row[0]),
@@ -466,11 +380,7 @@ class LeaseRecords(LedgerBase):
             self._get_node(tx, node)
             return [
                 Grant(int(r[0]), r[1], int(r[2]), r[3], r[4], _at(r[5]), from_us(r[6]))
-                for r in tx.all(
-                    "SELECT grant_id, node, generation, capability, state, issued_at, revoked_at "
-                    "FROM capability_grant WHERE node = ? ORDER BY grant_id",
-                    (node,),
-                )
+                for r in tx.all(self._q("grants_of_node"), (node,))
             ]
 
         return self._read(body)

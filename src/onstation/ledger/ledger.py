@@ -66,11 +66,7 @@ class Ledger(NodeRecords, LeaseRecords, EffectJournal, Governance):
 
         def body(tx: Tx, now: int) -> bool:
             self._lock_node(tx, node)
-            top = tx.one(
-                "SELECT generation, sequence, digest FROM accepted_capsule WHERE node = ? "
-                "ORDER BY generation DESC, sequence DESC LIMIT 1",
-                (node,),
-            )
+            top = tx.one(self._q("capsule_newest_of_node"), (node,))
             if top is not None:
                 mark = (int(top[0]), int(top[1]))
                 if (generation, sequence) == mark and top[2] == digest:
@@ -82,11 +78,7 @@ class Ledger(NodeRecords, LeaseRecords, EffectJournal, Governance):
                         f"{sequence}",
                         node=node, accepted_generation=mark[0], accepted_sequence=mark[1],
                     )  # fmt: skip
-            tx.run(
-                "INSERT INTO accepted_capsule (node, generation, sequence, digest, key_id, "
-                "accepted_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (node, generation, sequence, digest, key_id, now),
-            )
+            tx.run(self._q("capsule_insert"), (node, generation, sequence, digest, key_id, now))
             self._event(tx, now, node=node, kind="capsule.accepted", generation=generation,
                         actor="verifier", sequence=sequence, digest=digest,
                         key_id=key_id)  # fmt: skip
@@ -106,14 +98,11 @@ class Ledger(NodeRecords, LeaseRecords, EffectJournal, Governance):
             raise BadInput("--after: must be at least 0", field="after")
         if limit is not None and limit < 1:
             raise BadInput("--limit: must be at least 1", field="limit")
-        sql = (
-            "SELECT seq, node, kind, generation, actor, detail, at FROM event "
-            "WHERE seq > ? ORDER BY seq"
-        )
-        params: tuple[int, ...] = (seq,)
-        if limit is not None:
-            sql += " LIMIT ?"
-            params = (seq, limit)
+        params: tuple[int, ...]
+        if limit is None:
+            sql, params = self._q("events_after"), (seq,)
+        else:
+            sql, params = self._q("events_after_limited"), (seq, limit)
         return self._read(lambda tx, _now: [_event_record(r) for r in tx.all(sql, params)])
 
     def history(self, node: str | None = None, *, limit: int | None = None) -> list[Event]:
@@ -126,15 +115,9 @@ class Ledger(NodeRecords, LeaseRecords, EffectJournal, Governance):
         def body(tx: Tx, _now: int) -> list[Event]:
             if node is not None:
                 self._get_node(tx, node)
-                rows = tx.all(
-                    "SELECT seq, node, kind, generation, actor, detail, at FROM event "
-                    "WHERE node = ? ORDER BY seq",
-                    (node,),
-                )
+                rows = tx.all(self._q("events_of_node"), (node,))
             else:
-                rows = tx.all(
-                    "SELECT seq, node, kind, generation, actor, detail, at FROM event ORDER BY seq"
-                )
+                rows = tx.all(self._q("events_all"))
             events = [_event_record(r) for r in rows]
             return events[-limit:] if limit else events
 

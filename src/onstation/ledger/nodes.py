@@ -15,7 +15,6 @@ from onstation.core.types import (
 )
 from onstation.ledger.backends import Tx
 from onstation.ledger.base import (
-    _NODE_COLUMNS,
     LedgerBase,
     _at,
     from_us,
@@ -47,13 +46,9 @@ class NodeRecords(LedgerBase):
         validate_free_text(by, "by", 256)
 
         def body(tx: Tx, now: int) -> AgentNode:
-            if tx.one("SELECT 1 FROM agent_node WHERE name = ?", (name,)) is not None:
+            if tx.one(self._q("node_exists"), (name,)) is not None:
                 raise Conflict(f"node {name!r} is already registered", node=name)
-            tx.run(
-                "INSERT INTO agent_node (name, role, spawner, generation, state, created_at) "
-                "VALUES (?, ?, ?, 1, 'ACTIVE', ?)",
-                (name, role, spawner, now),
-            )
+            tx.run(self._q("node_insert"), (name, role, spawner, now))
             self._event(
                 tx, now, node=name, kind="node.registered", generation=1, actor=by,
                 role=role, spawner=spawner,
@@ -69,12 +64,7 @@ class NodeRecords(LedgerBase):
 
     def list_nodes(self) -> list[AgentNode]:
         """Every identity, by name."""
-        return self._read(
-            lambda tx, _now: [
-                self._node(r)
-                for r in tx.all(f"SELECT {_NODE_COLUMNS} FROM agent_node ORDER BY name")
-            ]
-        )
+        return self._read(lambda tx, _now: [self._node(r) for r in tx.all(self._q("nodes_all"))])
 
     def add_actor(self, actor: str, *, node: str | None = None, by: str = "operator") -> Actor:
         """Record an office or mailbox, optionally held by a node."""
@@ -85,11 +75,9 @@ class NodeRecords(LedgerBase):
         def body(tx: Tx, now: int) -> Actor:
             if node is not None:
                 self._get_node(tx, node)
-            if tx.one("SELECT 1 FROM actor WHERE name = ?", (actor,)) is not None:
+            if tx.one(self._q("actor_exists"), (actor,)) is not None:
                 raise Conflict(f"actor {actor!r} already exists", actor=actor)
-            tx.run(
-                "INSERT INTO actor (name, node, created_at) VALUES (?, ?, ?)", (actor, node, now)
-            )
+            tx.run(self._q("actor_insert"), (actor, node, now))
             self._event(tx, now, node=node, kind="actor.added", generation=None, actor=by,
                         name=actor)  # fmt: skip
             return Actor(actor=actor, node=node, created_at=_at(now))
@@ -101,7 +89,7 @@ class NodeRecords(LedgerBase):
         return self._read(
             lambda tx, _now: [
                 Actor(actor=r[0], node=r[1], created_at=_at(r[2]))
-                for r in tx.all("SELECT name, node, created_at FROM actor ORDER BY name")
+                for r in tx.all(self._q("actors_all"))
             ]
         )
 
@@ -121,16 +109,9 @@ class NodeRecords(LedgerBase):
             if generation is not None:
                 self._guard(tx, now, node, generation, "episode open")
             self._lock_node(tx, node)
-            if (
-                tx.one("SELECT 1 FROM work_episode WHERE node = ? AND state = 'OPEN'", (node,))
-                is not None
-            ):
+            if tx.one(self._q("episode_open_exists"), (node,)) is not None:
                 raise Conflict(f"node {node!r} already has an open episode", node=node)
-            row = tx.one(
-                "INSERT INTO work_episode (node, objective, state, opened_at) "
-                "VALUES (?, ?, 'OPEN', ?) RETURNING episode_id",
-                (node, objective, now),
-            )
+            row = tx.one(self._q("episode_insert"), (node, objective, now))
             assert row is not None
             self._event(tx, now, node=node, kind="episode.opened", generation=None, actor=by,
                         episode_id=int(row[0]), objective=objective)  # fmt: skip
@@ -148,17 +129,10 @@ class NodeRecords(LedgerBase):
             if generation is not None:
                 self._guard(tx, now, node, generation, "episode settle")
             self._lock_node(tx, node)
-            row = tx.one(
-                "SELECT episode_id, objective, opened_at FROM work_episode "
-                "WHERE node = ? AND state = 'OPEN'",
-                (node,),
-            )
+            row = tx.one(self._q("episode_open_of_node"), (node,))
             if row is None:
                 raise Conflict(f"node {node!r} has no open episode", node=node)
-            tx.run(
-                "UPDATE work_episode SET state = 'SETTLED', closed_at = ? WHERE episode_id = ?",
-                (now, row[0]),
-            )
+            tx.run(self._q("episode_settle"), (now, row[0]))
             self._event(tx, now, node=node, kind="episode.settled", generation=None, actor=by,
                         episode_id=int(row[0]))  # fmt: skip
             return WorkEpisode(int(row[0]), node, row[1], "SETTLED", _at(row[2]), _at(now))
@@ -173,11 +147,7 @@ class NodeRecords(LedgerBase):
             self._get_node(tx, node)
             return [
                 WorkEpisode(int(r[0]), r[1], r[2], r[3], _at(r[4]), from_us(r[5]))
-                for r in tx.all(
-                    "SELECT episode_id, node, objective, state, opened_at, closed_at "
-                    "FROM work_episode WHERE node = ? ORDER BY episode_id",
-                    (node,),
-                )
+                for r in tx.all(self._q("episodes_of_node"), (node,))
             ]
 
         return self._read(body)
@@ -191,11 +161,7 @@ class NodeRecords(LedgerBase):
             return [
                 AgentRun(int(r[0]), r[1], int(r[2]), int(r[3]),
                          None if r[4] is None else int(r[4]), _at(r[5]), from_us(r[6]), r[7])
-                for r in tx.all(
-                    "SELECT run_id, node, generation, lease_id, episode_id, started_at, ended_at, "
-                    "outcome FROM agent_run WHERE node = ? ORDER BY run_id",
-                    (node,),
-                )
+                for r in tx.all(self._q("runs_of_node"), (node,))
             ]  # fmt: skip
 
         return self._read(body)

@@ -83,17 +83,6 @@ class Relief(Record):
     detail: dict[str, Any]
 
 
-_TASK_COLS = "task_id, title, owner, status, notes, brief_path, parent_id, created_at, updated_at"
-_BIRTH_COLS = (
-    "node, generation, lease_id, state, challenge, challenge_digest, launch_witness, "
-    "answer_witness, launched_at, answered_at, decided_at, reason"
-)
-_RELIEF_COLS = (
-    "relief_id, node, from_generation, to_generation, state, verdict, cause, started_at, "
-    "finished_at, report_path, detail"
-)
-
-
 def _task(r: Row) -> Task:
     return Task(int(r[0]), r[1], r[2], r[3], json.loads(r[4]), r[5],
                 None if r[6] is None else int(r[6]), _at(r[7]), _at(r[8]))  # fmt: skip
@@ -157,12 +146,11 @@ class ReliefLedger:
         def body(tx: Tx, now: int) -> Task:
             if (
                 parent_id is not None
-                and tx.one("SELECT 1 FROM task WHERE task_id = ?", (parent_id,)) is None
+                and tx.one(self.ledger._q("task_exists"), (parent_id,)) is None
             ):
                 raise BadInput(f"--parent: no such task {parent_id}")
             row = tx.one(
-                "INSERT INTO task (title, owner, status, notes, brief_path, parent_id, "
-                f"created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING {_TASK_COLS}",
+                self.ledger._q("task_insert"),
                 (title, owner, status, json.dumps(notes), brief_path, parent_id, now, now),
             )
             assert row is not None
@@ -173,11 +161,10 @@ class ReliefLedger:
 
         return self.ledger._write(body)
 
-    @staticmethod
-    def _node_or_none(tx: Tx, name: str | None) -> str | None:
+    def _node_or_none(self, tx: Tx, name: str | None) -> str | None:
         if name is None:
             return None
-        return name if tx.one("SELECT 1 FROM agent_node WHERE name = ?", (name,)) else None
+        return name if tx.one(self.ledger._q("task_owner_node_exists"), (name,)) else None
 
     def update_task(
         self,
@@ -206,14 +193,13 @@ class ReliefLedger:
         def body(tx: Tx, now: int) -> Task:
             if as_node is not None and generation is not None:
                 self.ledger._guard(tx, now, as_node, generation, f"task update {task_id}")
-            row = tx.one(f"SELECT {_TASK_COLS} FROM task WHERE task_id = ?", (task_id,))
+            row = tx.one(self.ledger._q("task_by_id"), (task_id,))
             if row is None:
                 raise BadInput(f"no such task {task_id}")
             task = _task(row)
             notes = task.notes + ([note] if note else [])
             got = tx.one(
-                "UPDATE task SET status = ?, owner = ?, notes = ?, brief_path = ?, updated_at = ? "
-                f"WHERE task_id = ? RETURNING {_TASK_COLS}",
+                self.ledger._q("task_update"),
                 (status or task.status, owner or task.owner, json.dumps(notes),
                  brief_path or task.brief_path, now, task_id),
             )  # fmt: skip
@@ -229,15 +215,13 @@ class ReliefLedger:
 
     def tasks(self, owner: str | None = None) -> list[Task]:
         """Tasks (of one owner), oldest first."""
-        sql = f"SELECT {_TASK_COLS} FROM task"
+        sql = self.ledger._q("task_list_all")
         params: tuple[Any, ...] = ()
         if owner is not None:
             validate_name(owner, "owner")
-            sql += " WHERE owner = ?"
+            sql = self.ledger._q("task_list_of_owner")
             params = (owner,)
-        return self.ledger._read(
-            lambda tx, _now: [_task(r) for r in tx.all(sql + " ORDER BY task_id", params)]
-        )
+        return self.ledger._read(lambda tx, _now: [_task(r) for r in tx.all(sql, params)])
 
     # -- births and challenges --------------------------------------------------------------
 
@@ -260,9 +244,7 @@ class ReliefLedger:
         def body(tx: Tx, now: int) -> Birth:
             self.ledger._lock_node(tx, node)
             row = tx.one(
-                f"INSERT INTO birth ({_BIRTH_COLS}) VALUES "
-                "(?, ?, ?, 'PROVISIONAL', ?, ?, NULL, NULL, ?, NULL, NULL, NULL) "
-                f"RETURNING {_BIRTH_COLS}",
+                self.ledger._q("birth_insert_provisional"),
                 (node, generation, lease_id, text, expected, now),
             )
             assert row is not None
@@ -278,18 +260,14 @@ class ReliefLedger:
         text = json.dumps(witness, sort_keys=True)
         self.ledger._write(
             lambda tx, _now: tx.run(
-                "UPDATE birth SET launch_witness = ? WHERE node = ? AND generation = ?",
-                (text, node, generation),
+                self.ledger._q("birth_set_launch_witness"), (text, node, generation)
             )
         )
 
     def birth(self, node: str, generation: int) -> Birth | None:
         """The birth record of one generation, if it was launched by a relief."""
         row = self.ledger._read(
-            lambda tx, _now: tx.one(
-                f"SELECT {_BIRTH_COLS} FROM birth WHERE node = ? AND generation = ?",
-                (node, generation),
-            )
+            lambda tx, _now: tx.one(self.ledger._q("birth_by_generation"), (node, generation))
         )
         return None if row is None else _birth(row)
 
@@ -307,10 +285,7 @@ class ReliefLedger:
 
         def body(tx: Tx, now: int) -> Birth:
             self.ledger._guard(tx, now, node, generation, "challenge answer")
-            row = tx.one(
-                f"SELECT {_BIRTH_COLS} FROM birth WHERE node = ? AND generation = ?",
-                (node, generation),
-            )
+            row = tx.one(self.ledger._q("birth_by_generation"), (node, generation))
             if row is None:
                 raise BadInput(f"{node} generation {generation} has no challenge to answer")
             birth = _birth(row)
@@ -331,8 +306,7 @@ class ReliefLedger:
                     )
                 )  # fmt: skip
             got = tx.one(
-                "UPDATE birth SET answered_at = ?, answer_witness = ? "
-                f"WHERE node = ? AND generation = ? RETURNING {_BIRTH_COLS}",
+                self.ledger._q("birth_answer"),
                 (now, None if witness is None else json.dumps(witness, sort_keys=True), node,
                  generation),
             )  # fmt: skip
@@ -352,12 +326,7 @@ class ReliefLedger:
         def body(tx: Tx, now: int) -> Birth:
             self.ledger._lock_node(tx, node)
             state = "RUNNING" if running else "BIRTH_FAILED"
-            got = tx.one(
-                "UPDATE birth SET state = ?, decided_at = ?, reason = ? "
-                "WHERE node = ? AND generation = ? AND state = 'PROVISIONAL' "
-                f"RETURNING {_BIRTH_COLS}",
-                (state, now, reason, node, generation),
-            )
+            got = tx.one(self.ledger._q("birth_decide"), (state, now, reason, node, generation))
             if got is None:
                 raise Conflict(f"birth of {node} generation {generation} is not provisional")
             self.ledger._event(tx, now, node=node, kind=f"birth.{state.lower()}",
@@ -382,8 +351,7 @@ class ReliefLedger:
 
         def body(tx: Tx, now: int) -> str:
             tx.run(
-                "INSERT INTO reservation (reservation_id, node, generation, execution_class, "
-                "evidence_digest, state, created_at) VALUES (?, ?, ?, ?, ?, 'RESERVED', ?)",
+                self.ledger._q("reservation_insert"),
                 (reservation_id, node, generation, execution_class, evidence_digest, now),
             )
             self.ledger._event(tx, now, node=node, kind="reservation.made",
@@ -399,11 +367,7 @@ class ReliefLedger:
         state = "SETTLED" if used else "RELEASED"
 
         def body(tx: Tx, now: int) -> None:
-            row = tx.one(
-                "UPDATE reservation SET state = ?, settled_at = ? "
-                "WHERE reservation_id = ? AND state = 'RESERVED' RETURNING node, generation",
-                (state, now, reservation_id),
-            )
+            row = tx.one(self.ledger._q("reservation_settle"), (state, now, reservation_id))
             if row is not None:
                 self.ledger._event(tx, now, node=row[0], kind=f"reservation.{state.lower()}",
                                    generation=int(row[1]), actor="relief",
@@ -426,26 +390,16 @@ class ReliefLedger:
 
         def body(tx: Tx, now: int) -> Relief:
             current = self.ledger._lock_node(tx, node)
-            open_row = tx.one(
-                "SELECT relief_id, started_at FROM relief WHERE node = ? AND finished_at IS NULL",
-                (node,),
-            )
+            open_row = tx.one(self.ledger._q("relief_open_of_node"), (node,))
             if open_row is not None:
                 age = now - int(open_row[1])
                 if stale_after is None or age < stale_after.total_seconds() * 1_000_000:
                     raise Conflict(f"a relief of {node} is already in progress", node=node)
-                tx.run(
-                    "UPDATE relief SET state = 'ABANDONED', finished_at = ? WHERE relief_id = ?",
-                    (now, open_row[0]),
-                )
+                tx.run(self.ledger._q("relief_abandon"), (now, open_row[0]))
                 self.ledger._event(tx, now, node=node, kind="relief.abandoned",
                                    generation=current.generation, actor=by,
                                    relief_id=int(open_row[0]))  # fmt: skip
-            row = tx.one(
-                f"INSERT INTO relief (node, from_generation, state, cause, started_at, detail) "
-                f"VALUES (?, ?, 'REQUESTED', ?, ?, '{{}}') RETURNING {_RELIEF_COLS}",
-                (node, current.generation, cause, now),
-            )
+            row = tx.one(self.ledger._q("relief_insert"), (node, current.generation, cause, now))
             assert row is not None
             self.ledger._event(tx, now, node=node, kind="relief.started",
                                generation=current.generation, actor=by, relief_id=int(row[0]),
@@ -469,17 +423,13 @@ class ReliefLedger:
         """Move a relief to its next step (and finish it)."""
 
         def body(tx: Tx, now: int) -> Relief:
-            row = tx.one(f"SELECT {_RELIEF_COLS} FROM relief WHERE relief_id = ?", (relief_id,))
+            row = tx.one(self.ledger._q("relief_by_id"), (relief_id,))
             if row is None:
                 raise BadInput(f"no such relief {relief_id}")
             current = _relief(row)
             merged = {**current.detail, **(detail or {})}
             got = tx.one(
-                "UPDATE relief SET state = ?, verdict = COALESCE(?, verdict), "
-                "to_generation = COALESCE(?, to_generation), detail = ?, "
-                "finished_at = CASE WHEN ? = 1 THEN ? ELSE finished_at END, "
-                "report_path = COALESCE(?, report_path) "
-                f"WHERE relief_id = ? RETURNING {_RELIEF_COLS}",
+                self.ledger._q("relief_update"),
                 (state, verdict, to_generation, json.dumps(merged, sort_keys=True, default=str),
                  1 if finished else 0, now, report_path, relief_id),
             )  # fmt: skip
@@ -493,15 +443,13 @@ class ReliefLedger:
 
     def reliefs(self, node: str | None = None) -> list[Relief]:
         """Reliefs (of one identity), oldest first."""
-        sql = f"SELECT {_RELIEF_COLS} FROM relief"
+        sql = self.ledger._q("relief_list_all")
         params: tuple[Any, ...] = ()
         if node is not None:
             validate_name(node, "node")
-            sql += " WHERE node = ?"
+            sql = self.ledger._q("relief_list_of_node")
             params = (node,)
-        return self.ledger._read(
-            lambda tx, _now: [_relief(r) for r in tx.all(sql + " ORDER BY relief_id", params)]
-        )
+        return self.ledger._read(lambda tx, _now: [_relief(r) for r in tx.all(sql, params)])
 
 
 def _commit_then(error: Conflict | StaleGeneration) -> Exception:

@@ -195,9 +195,10 @@ class HookRunner:
         from onstation.ledger.relief_records import ReliefLedger
 
         if birth.launch_witness is None:
-            # Hooks are run by the harness process itself: that process is the body.
-            seen = witnesses.observe(os.getppid(), nonce=str(birth.challenge.get("nonce")),
-                                     observed_at=self.ledger.now().isoformat())  # fmt: skip
+            # Hooks are run by the harness process (through a shell, maybe through wrappers):
+            # that process, not the short-lived shell between, is the body.
+            seen = witnesses.host_process(nonce=str(birth.challenge.get("nonce")),
+                                          observed_at=self.ledger.now().isoformat())  # fmt: skip
             if seen is not None:
                 ReliefLedger(self.ledger).set_launch_witness(
                     session.node, session.generation, seen.to_json()

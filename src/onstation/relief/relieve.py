@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from onstation.core.errors import BadInput, OnstationError
+from onstation.core.timefmt import human_time
 from onstation.harness.adapters import CLAUDE_CODE, find
 from onstation.harness.launch import Launcher
 from onstation.ledger import Ledger
@@ -153,7 +154,7 @@ class Relief(LaunchAndSettle):
             return ("BLOCKED", [f"BREAKER_OPEN: {status.reason}"],
                     [f"onstation breaker close {self.node} --why REASON"])  # fmt: skip
         if not status.allowed:
-            reopens = status.reopens_at.isoformat() if status.reopens_at else "never"
+            reopens = human_time(status.reopens_at) if status.reopens_at else "never"
             what = "coordinator self-respawns" if self.opts.respawn_kind == "coordinator" else (
                 "reliefs (births per window)")  # fmt: skip
             return (

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from onstation.core.errors import BlockedByPolicy, Conflict, OnstationError
+from onstation.core.timefmt import human_time
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import HarnessLedger
 from onstation.ledger.relief_records import ReliefLedger
@@ -42,6 +43,8 @@ def team_rows(ledger: Ledger, nodes: list[str] | None = None) -> list[dict[str, 
             "body": None if lease is None else lease.holder,
             "witness": witness,
             "heartbeat": None if lease is None else lease.renewed_at.strftime("%H:%M:%S"),
+            # The same moment in the one human format (what the team table shows).
+            "heartbeat_at": None if lease is None else human_time(lease.renewed_at),
             "open_effects": len(effects),
             "ambiguous": sum(e.state.value == "AMBIGUOUS" for e in effects),
         })  # fmt: skip

@@ -1,8 +1,7 @@
--- onstation ledger: named queries, the same SQL on every backend (see
--- onstation/ledger/named_queries.py; a dialect's own file overrides a name). Parameters are
--- ? in every dialect. Times are integer microseconds since the epoch, UTC.
-
--- The respawn governor, the breaker and the halt gate (onstation/ledger/governance.py).
+-- onstation ledger, named queries of the governance aggregate (onstation/ledger/governance.py):
+-- the respawn governor, the breaker and the halt gate. The same SQL on every backend (see
+-- onstation/ledger/named_queries.py). Parameters are ? in every dialect. Times are integer
+-- microseconds since the epoch, UTC.
 
 -- name: respawns_since
 -- When each counted respawn of one kind of a node happened, after a moment.

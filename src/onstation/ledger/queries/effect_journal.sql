@@ -1,0 +1,101 @@
+-- onstation ledger, named queries of the effect journal (onstation/ledger/effect_journal.py):
+-- intend, dispatch, observe, reconcile and resolve side effects. The same SQL on every backend
+-- (see onstation/ledger/named_queries.py). Parameters are ? in every dialect. Times are integer
+-- microseconds since the epoch, UTC. An effect row is read in the column order
+-- LedgerBase._effect expects: effect_id, node, generation, fingerprint, operation, destination,
+-- arguments, approval_slot, caller_ref, state, result, created_at, updated_at, resolved_by,
+-- resolution, repeat_of, repeat_reason.
+
+-- name: effect_by_fingerprint
+-- The effect recorded under one fingerprint (none or one row).
+SELECT effect_id, node, generation, fingerprint, operation, destination, arguments,
+       approval_slot, caller_ref, state, result, created_at, updated_at, resolved_by,
+       resolution, repeat_of, repeat_reason
+FROM effect WHERE fingerprint = ?;
+
+-- name: effect_original_by_identity
+-- The oldest effect (not a repeat) with this node, operation, destination and arguments: finds
+-- an effect recorded before schema 5 under a slot, whose fingerprint has the slot in it.
+SELECT effect_id, node, generation, fingerprint, operation, destination, arguments,
+       approval_slot, caller_ref, state, result, created_at, updated_at, resolved_by,
+       resolution, repeat_of, repeat_reason
+FROM effect
+WHERE node = ? AND operation = ? AND destination = ? AND arguments = ? AND repeat_of IS NULL
+ORDER BY created_at, effect_id LIMIT 1;
+
+-- name: effect_reintend
+-- Intend an undispatched (or failed or compensated) effect again, under a generation at a time.
+UPDATE effect SET state = 'INTENDED', generation = ?, updated_at = ?,
+       resolved_by = NULL, resolution = NULL
+WHERE effect_id = ?;
+
+-- name: effect_insert_intended
+-- Record a new INTENDED effect: id, node, generation, fingerprint, operation, destination,
+-- arguments, approval slot, caller reference, created and updated at, repeat_of, repeat reason.
+INSERT INTO effect (effect_id, node, generation, fingerprint, operation, destination, arguments,
+                    approval_slot, caller_ref, state, result, created_at, updated_at,
+                    resolved_by, resolution, repeat_of, repeat_reason)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'INTENDED', NULL, ?, ?, NULL, NULL, ?, ?);
+
+-- name: effect_ambiguous_of_original
+-- The first AMBIGUOUS effect among an original effect (its id) and its repeats (the same id).
+SELECT effect_id FROM effect
+WHERE (effect_id = ? OR repeat_of = ?) AND state = 'AMBIGUOUS'
+ORDER BY effect_id LIMIT 1;
+
+-- name: effect_by_id
+-- One effect by id (none or one row).
+SELECT effect_id, node, generation, fingerprint, operation, destination, arguments,
+       approval_slot, caller_ref, state, result, created_at, updated_at, resolved_by,
+       resolution, repeat_of, repeat_reason
+FROM effect WHERE effect_id = ?;
+
+-- name: effect_advance
+-- Move an effect from the state it was read in to the next one, keeping its result unless a
+-- new one is given; changes no row if the state moved meanwhile.
+UPDATE effect SET state = ?, updated_at = ?, result = COALESCE(?, result)
+WHERE effect_id = ? AND state = ?;
+
+-- name: effect_unsettled_of_fenced_generations
+-- A node's INTENDED, DISPATCHED and OBSERVED effects of generations before a given one, oldest
+-- first: what a reconcile settles.
+SELECT effect_id, node, generation, fingerprint, operation, destination, arguments,
+       approval_slot, caller_ref, state, result, created_at, updated_at, resolved_by,
+       resolution, repeat_of, repeat_reason
+FROM effect
+WHERE node = ? AND generation < ? AND state IN ('INTENDED', 'DISPATCHED', 'OBSERVED')
+ORDER BY created_at, effect_id;
+
+-- name: effect_dispatch_denied_for_good
+-- Whether a generation of a node was denied an action (an effect's dispatch) for one of four
+-- reasons that end the generation; a row of 1 if it was.
+SELECT 1 FROM denial
+WHERE node = ? AND presented_generation = ? AND action = ? AND reason IN (?, ?, ?, ?)
+LIMIT 1;
+
+-- name: effect_set_state
+-- Set an effect's state, as a reconcile settles it.
+UPDATE effect SET state = ?, updated_at = ? WHERE effect_id = ?;
+
+-- name: effect_ambiguous_ids_of_node
+-- The ids of a node's AMBIGUOUS effects, in id order.
+SELECT effect_id FROM effect WHERE node = ? AND state = 'AMBIGUOUS' ORDER BY effect_id;
+
+-- name: effect_resolve
+-- An operator's settlement of an effect: its new state, when, by whom and the resolution.
+UPDATE effect SET state = ?, updated_at = ?, resolved_by = ?, resolution = ?
+WHERE effect_id = ?;
+
+-- name: effects_of_node
+-- A node's effects, oldest first.
+SELECT effect_id, node, generation, fingerprint, operation, destination, arguments,
+       approval_slot, caller_ref, state, result, created_at, updated_at, resolved_by,
+       resolution, repeat_of, repeat_reason
+FROM effect WHERE node = ? ORDER BY created_at, effect_id;
+
+-- name: effects_of_node_in_state
+-- A node's effects in one state, oldest first.
+SELECT effect_id, node, generation, fingerprint, operation, destination, arguments,
+       approval_slot, caller_ref, state, result, created_at, updated_at, resolved_by,
+       resolution, repeat_of, repeat_reason
+FROM effect WHERE node = ? AND state = ? ORDER BY created_at, effect_id;

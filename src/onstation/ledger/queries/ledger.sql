@@ -1,0 +1,31 @@
+-- onstation ledger, named queries of the combined ledger (onstation/ledger/ledger.py):
+-- capsule acceptance and the event history. The same SQL on every backend (see
+-- onstation/ledger/named_queries.py). Parameters are ? in every dialect. Times are integer
+-- microseconds since the epoch, UTC.
+
+-- name: capsule_newest_of_node
+-- The high-water mark of a node's accepted capsules: generation, sequence and digest.
+SELECT generation, sequence, digest FROM accepted_capsule WHERE node = ?
+ORDER BY generation DESC, sequence DESC LIMIT 1;
+
+-- name: capsule_insert
+-- Record an accepted capsule (node, generation, sequence, digest, key_id, accepted_at).
+INSERT INTO accepted_capsule (node, generation, sequence, digest, key_id, accepted_at)
+VALUES (?, ?, ?, ?, ?, ?);
+
+-- name: events_after
+-- Every event with a sequence number above one, oldest first.
+SELECT seq, node, kind, generation, actor, detail, at FROM event WHERE seq > ? ORDER BY seq;
+
+-- name: events_after_limited
+-- At most a number of events with a sequence number above one, oldest first (seq, limit).
+SELECT seq, node, kind, generation, actor, detail, at FROM event WHERE seq > ? ORDER BY seq
+LIMIT ?;
+
+-- name: events_of_node
+-- One node's events, oldest first.
+SELECT seq, node, kind, generation, actor, detail, at FROM event WHERE node = ? ORDER BY seq;
+
+-- name: events_all
+-- Every event, oldest first.
+SELECT seq, node, kind, generation, actor, detail, at FROM event ORDER BY seq;

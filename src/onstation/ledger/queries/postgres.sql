@@ -1,2 +1,0 @@
--- onstation ledger: the named queries whose PostgreSQL SQL differs from common.sql.
--- A block here replaces the block of the same name there (see named_queries.py).
