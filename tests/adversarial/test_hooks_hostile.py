@@ -202,7 +202,9 @@ def test_a_live_body_or_an_unknown_session_fails_open_on_hostile_payloads(
 ) -> None:
     start(world, "s-live")
     code, out, err = hook(world, "PreToolUse", _prefix(world, session) + HOSTILE[tail])
-    assert (code, out) == (0, "")
+    # No decision: only the notice the host shows the user.
+    assert code == 0 and list(json.loads(out)) == ["systemMessage"], out
+    assert "went ahead unrecorded" in json.loads(out)["systemMessage"]
     assert len(err.strip().splitlines()) == 1 and "failed open" in err, err
     assert receipts(world) == [] and effects(world) == []
 
@@ -383,7 +385,8 @@ def test_past_its_budget_the_real_hook_answers_whatever_it_waits_on(
     pre, post = results["PreToolUse"], results["PostToolUse"]
     assert pre.returncode == 0 and "time budget" in str(denial_reason(pre.stdout)), pre.stderr
     assert len(pre.stderr.splitlines()) == 1 and "budget" in pre.stderr
-    assert (post.returncode, post.stdout) == (0, "")
+    assert post.returncode == 0 and list(json.loads(post.stdout)) == ["systemMessage"]
+    assert "time budget" in json.loads(post.stdout)["systemMessage"]
     assert len(post.stderr.splitlines()) == 1 and "no decision" in post.stderr
     assert effects(world) == []
 

@@ -272,8 +272,8 @@ def test_install_and_uninstall_refuse_damaged_files(tmp_path: Path, damage: str)
     env = {"ONSTATION_DB": str(tmp_path / "ledger.db")}
     assert runner.invoke(cli, ["install", "claude-code", "--project", str(project)],
                          env=env).exit_code == 0  # fmt: skip
-    settings = project / ".claude" / "settings.json"
-    record = project / ".claude" / "onstation-install.json"
+    settings = project / ".claude" / "settings.local.json"  # what a project install edits
+    record = project / ".onstation" / "install-claude-code.json"
     if damage == "not-json":
         record.write_text("{not json")
     elif damage == "wrong-shape":

@@ -28,11 +28,12 @@ def main() -> None:
                                               "source": "startup"})  # fmt: skip
     context = str((start or {}).get("hookSpecificOutput", {}).get("additionalContext", ""))
     print("context:", context[:200].replace("\n", " "), flush=True)
-    match = re.search(r"^\s*(onstation challenge answer .*)$", context, re.M)
+    # The prompt names the command to run exactly (an absolute onstation, shell-quoted).
+    match = re.search(r"^  (\S.* challenge answer .*)$", context, re.M)
     if match is None:
         print("no challenge in the prompt", flush=True)
         return
-    command = match.group(1).replace("onstation", onstation, 1)
+    command = match.group(1)
     tool = {"tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": "t1"}
     hook(onstation, "PreToolUse", {**base, "hook_event_name": "PreToolUse", **tool})
     done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=False)

@@ -16,7 +16,8 @@ from onstation.cli.main import COMMANDS, cli
 
 #: Every command ``onstation --help`` listed before the command line was split into modules.
 COMMANDS_BEFORE_THE_SPLIT = [
-    "actor", "breaker", "brief", "capsule", "challenge", "db", "demo", "denials", "effect",
+    "actor", "breaker", "brief", "capsule", "challenge", "db", "demo", "denials", "doctor",
+    "effect",
     "episode", "fake-agent", "grant", "guard", "halt", "halts", "history", "hook", "install",
     "keys", "lease", "manifest", "message", "node", "note", "plan", "relieve", "report",
     "respawn", "resurrect", "simulate", "statusline", "supervise", "task", "team", "tour",

@@ -46,7 +46,7 @@ def test_statusline_records_telemetry_and_wraps_the_users_line(tmp_path: Path) -
     env = _install(tmp_path, "claude-code",
                    {"statusLine": {"type": "command", "command": "echo my-line"}})  # fmt: skip
     project = env["project"]
-    settings = json.loads((Path(project) / ".claude" / "settings.json").read_text())
+    settings = json.loads((Path(project) / ".claude" / "settings.local.json").read_text())
     command = settings["statusLine"]["command"]
     payload = {**STATUS, "cwd": project}
     done = subprocess.run(  # noqa: S602 - run as Claude Code runs the status line

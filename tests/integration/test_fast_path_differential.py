@@ -37,8 +37,10 @@ from onstation.cli.hooks import hook_main
 sys.exit(hook_main(sys.argv[2:]))
 """
 
-#: Columns that hold times, row ids or cursors: they differ between any two runs.
-VOLATILE = {"at", "created_at", "acquired_at", "renewed_at", "expires_at", "ended_at",
+#: Columns that hold times, row ids, cursors or process witnesses (a pid, an observation
+#: time): they differ between any two runs.
+VOLATILE = {"at", "host_witness", "created_at", "acquired_at", "renewed_at", "expires_at",
+            "ended_at",
             "reported_at", "started_at", "admitted_at", "updated_at", "bound_at",
             "delivered_at", "relief_requested_at", "stop_blocked_at", "last_seen_at",
             "telemetry_cursor", "holder", "detail", "body", "seq", "lease_id",
@@ -100,6 +102,18 @@ class World:
         with self.transcript.open("a") as fh:
             fh.write(json.dumps(line) + "\n")
 
+    def compact_boundary(self, post_tokens: int | None) -> None:
+        """The transcript's compaction marker (harness-formats.md §3.2), postTokens if given."""
+        meta: dict[str, Any] = {"trigger": "auto", "preTokens": 150_000}
+        if post_tokens is not None:
+            meta["postTokens"] = post_tokens
+        line = {"type": "system", "subtype": "compact_boundary", "parentUuid": None,
+                "isSidechain": False, "sessionId": "s1", "uuid": f"cb{self.turn}",
+                "content": "Conversation compacted", "level": "info",
+                "compactMetadata": meta}  # fmt: skip
+        with self.transcript.open("a") as fh:
+            fh.write(json.dumps(line) + "\n")
+
     def fire(self, event: str, **fields: Any) -> tuple[Any, int]:
         payload = {"session_id": "s1", "transcript_path": str(self.transcript),
                    "cwd": str(self.project), "hook_event_name": event,
@@ -119,7 +133,8 @@ def _read(i: int) -> dict[str, Any]:
             "tool_input": {"file_path": "README.md"}}  # fmt: skip
 
 
-#: Each step: ("turn", tokens) appends an assistant turn; (event, fields) fires a hook.
+#: Each step: ("turn", tokens) appends an assistant turn; ("boundary", postTokens) appends a
+#: compaction boundary; (event, fields) fires a hook.
 SEQUENCES: dict[str, list[tuple[str, Any]]] = {
     "quiet reads at green": [
         ("SessionStart", {"source": "startup"}), ("turn", 20_000),
@@ -148,6 +163,21 @@ SEQUENCES: dict[str, list[tuple[str, Any]]] = {
         ("PostToolUse", {"tool_name": "Bash", "tool_use_id": "b2",
                          "tool_input": {"command": "git status"}, "tool_response": {}}),
     ],
+    "a compaction, then a climb back to Red": [
+        ("SessionStart", {"source": "startup"}), ("turn", 30_000),
+        ("PostToolUse", {**_read(1), "tool_response": {}}), ("turn", 70_000),
+        ("PostToolUse", {**_read(2), "tool_response": {}}), ("turn", 71_000),
+        ("PostToolUse", {**_read(3), "tool_response": {}}),
+        ("PreCompact", {"trigger": "auto", "custom_instructions": None}),
+        ("boundary", 20_000),
+        ("PostToolUse", {**_read(4), "tool_response": {}}),
+        ("PostToolUse", {**_read(5), "tool_response": {}}), ("turn", 30_000),
+        ("PostToolUse", {**_read(6), "tool_response": {}}), ("turn", 31_000),
+        ("PostToolUse", {**_read(7), "tool_response": {}}), ("boundary", None),
+        ("UserPromptSubmit", {"prompt": "go on"}), ("turn", 70_000),
+        ("PostToolUse", {**_read(8), "tool_response": {}}), ("turn", 72_000),
+        ("PostToolUse", {**_read(9), "tool_response": {}}),
+    ],
 }  # fmt: skip
 
 
@@ -161,6 +191,8 @@ def test_fast_and_full_paths_leave_the_same_ledger(tmp_path: Path, name: str) ->
         for step, fields in SEQUENCES[name]:
             if step == "turn":
                 world.assistant_turn(fields)
+            elif step == "boundary":
+                world.compact_boundary(fields)
             else:
                 seen.append(world.fire(step, **fields))
         answers[fast] = seen

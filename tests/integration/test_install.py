@@ -51,7 +51,7 @@ EXISTING = """{
 
 
 def test_install_merges_and_uninstall_restores_the_identical_file(tmp_path: Path) -> None:
-    settings = tmp_path / ".claude" / "settings.json"
+    settings = tmp_path / ".claude" / "settings.local.json"  # a project install writes it
     settings.parent.mkdir()
     settings.write_text(EXISTING)
     install("claude-code", project=str(tmp_path), user=False, node="exec-1",
@@ -80,7 +80,7 @@ def test_install_merges_and_uninstall_restores_the_identical_file(tmp_path: Path
 
 
 def test_uninstall_keeps_what_the_user_added_since(tmp_path: Path) -> None:
-    settings = tmp_path / ".claude" / "settings.json"
+    settings = tmp_path / ".claude" / "settings.local.json"
     install("claude-code", project=str(tmp_path), user=False, node="n", executable="onstation")
     data = json.loads(settings.read_text())
     data["hooks"]["Stop"].append({"hooks": [{"type": "command", "command": "say done"}]})
@@ -100,6 +100,7 @@ def test_install_without_settings_then_uninstall_leaves_none(tmp_path: Path) -> 
     install("claude-code", project=str(tmp_path), user=False, node="n", executable="onstation")
     uninstall("claude-code", project=str(tmp_path), user=False)
     assert not (tmp_path / ".claude" / "settings.json").exists()
+    assert not (tmp_path / ".claude" / "settings.local.json").exists()
 
 
 def test_user_install_respects_claude_config_dir(

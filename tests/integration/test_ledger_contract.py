@@ -762,3 +762,82 @@ def test_units_of_work_nest_into_the_outer_one(ledger: Ledger) -> None:
     with pytest.raises(RuntimeError):
         nested_units()
     assert [e for e in ledger.history("exec-1") if e.kind == "inner"] == []
+
+
+# -- a body is a host process -------------------------------------------------------------------
+
+
+def test_a_session_continuing_the_same_host_process_keeps_the_body(ledger: Ledger) -> None:
+    from onstation.ledger.bodies import HarnessLedger, same_process
+
+    ledger.register_node("exec-1", role="executor", spawner="lead")
+    records = HarnessLedger(ledger)
+    host = {"host": "h", "boot_id": "b", "pid": 4242, "start_ticks": 77, "executable": "/n"}
+    other = {**host, "pid": 4243}
+    asked: list[str] = []
+
+    def seen(witness: dict[str, object]) -> object:
+        def read() -> dict[str, object]:
+            asked.append("read")
+            return witness
+
+        return read
+
+    first = records.admit_session("s1", harness="claude-code", node="exec-1", workspace=None,
+                                  host=seen(host), source="startup")  # fmt: skip
+    assert first.admitted and asked == ["read"]
+    # Known sessions are not witnessed again.
+    records.admit_session("s1", harness="claude-code", node="exec-1", workspace=None,
+                          host=seen(host), source=None)  # fmt: skip
+    assert asked == ["read"]
+    # Another process, whatever it says, and the same process starting afresh: refused.
+    for sid, witness, source in (("s2", other, "clear"), ("s3", host, "startup"),
+                                 ("s4", host, None)):  # fmt: skip
+        refused = records.admit_session(
+            sid, harness="claude-code", node="exec-1", workspace=None, host=seen(witness),
+            source=source,
+        )  # fmt: skip
+        assert not refused.admitted and "already has a live body" in refused.reason
+    # The same process after /clear: the same body, lease and generation.
+    after = records.admit_session("s5", harness="claude-code", node="exec-1", workspace=None,
+                                  host=seen({**host, "nonce": "x"}), source="clear")  # fmt: skip
+    assert after.admitted and after.session.generation == first.session.generation
+    assert after.session.lease_id == first.session.lease_id
+    lease = ledger.live_lease("exec-1")
+    assert lease is not None and lease.holder == "claude-code session s5"
+    [event] = [e for e in ledger.history("exec-1") if e.kind == "session.continued"]
+    assert event.detail["continues"] == "s1" and event.detail["source"] == "clear"
+    # The session continued from s5 can itself be continued (a second /clear).
+    again = records.admit_session("s6", harness="claude-code", node="exec-1", workspace=None,
+                                  host=seen(host), source="resume")  # fmt: skip
+    assert again.admitted and again.session.lease_id == first.session.lease_id
+    assert same_process(host, {**host, "executable": "/other"})  # an exec is the same process
+    assert not same_process(host, other)
+    assert not same_process({}, {})  # no pid, no identity
+
+
+def test_a_newcomer_replaces_a_body_whose_host_process_is_gone(ledger: Ledger) -> None:
+    from onstation.ledger.bodies import HarnessLedger
+
+    ledger.register_node("exec-1", role="executor", spawner="lead")
+    records = HarnessLedger(ledger)
+    host = {"host": "h", "boot_id": "b", "pid": 4242, "start_ticks": 77}
+
+    def admit(sid: str, gone: str | None) -> object:
+        return records.admit_session(
+            sid, harness="claude-code", node="exec-1", workspace=None,
+            host=lambda: {**host, "pid": 5000 + len(sid)}, source="startup",
+            host_gone=lambda witness: gone,
+        )  # fmt: skip
+
+    first = records.admit_session("s1", harness="claude-code", node="exec-1", workspace=None,
+                                  host=lambda: host, source="startup")  # fmt: skip
+    assert first.admitted and first.session.generation == 1
+    refused = admit("s2", None)  # the first body's process may live: refused
+    assert not refused.admitted  # type: ignore[attr-defined]
+    taken = admit("s33", "GONE: no process 4242")
+    assert taken.admitted and taken.session.generation == 2  # type: ignore[attr-defined]
+    [event] = [e for e in ledger.history("exec-1") if e.kind == "session.previous_body_gone"]
+    assert event.detail["evidence"] == [{"session_id": "s1", "why": "GONE: no process 4242"}]
+    assert records.admit_session("s1", harness="claude-code", node="exec-1",
+                                 workspace=None).fenced  # fmt: skip

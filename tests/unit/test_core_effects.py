@@ -82,6 +82,59 @@ def test_ambiguous_is_left_only_by_an_operator() -> None:
     assert EffectState.AMBIGUOUS not in REINTENDABLE
 
 
+#: Moves taken with their evidence recorded: an operator's resolution, or the host's proof
+#: that it did not run a dispatched call.
+_EVIDENCED = [a for a in EffectAction if a.value.startswith("resolve-")]
+
+
+def test_not_executed_is_reached_only_from_dispatched_on_evidence() -> None:
+    into = {(a, src) for (a, src), dst in TRANSITIONS.items() if dst is EffectState.NOT_EXECUTED}
+    assert into == {(EffectAction.RESOLVE_NOT_EXECUTED, EffectState.DISPATCHED)}
+    assert EffectState.NOT_EXECUTED in REINTENDABLE
+    # A failure that may have reached its destination is AMBIGUOUS, never reintendable.
+    assert next_state(EffectAction.UNCERTAIN, EffectState.DISPATCHED) is EffectState.AMBIGUOUS
+    assert [src for (a, src) in TRANSITIONS if a is EffectAction.UNCERTAIN] == [
+        EffectState.DISPATCHED
+    ]
+
+
+def test_only_an_evidenced_move_makes_what_may_have_run_reintendable() -> None:
+    """Every move from a state where the effect may have reached the world into one where it
+    may be intended again carries its evidence (a ``resolve-`` action)."""
+    for (action, src), dst in TRANSITIONS.items():
+        if src in _MAY_HAVE_RUN and dst in REINTENDABLE:
+            assert action in _EVIDENCED, (action, src, dst)
+
+
+@given(st.lists(st.sampled_from(list(EffectAction)), max_size=16))
+def test_any_sequence_keeps_states_known_and_absorbing_states_closed(
+    actions: list[EffectAction],
+) -> None:
+    """From INTENDED, any sequence of moves stays within the states; NOT_EXECUTED is only ever
+    entered from DISPATCHED, and nothing automatic leaves AMBIGUOUS or COMMITTED."""
+    state = EffectState.INTENDED
+    for action in actions:
+        moved = next_state(action, state)
+        if moved is None:
+            continue
+        if moved is EffectState.NOT_EXECUTED:
+            assert state is EffectState.DISPATCHED
+            assert action is EffectAction.RESOLVE_NOT_EXECUTED
+        if state is EffectState.AMBIGUOUS:
+            assert action in _EVIDENCED and action is not EffectAction.RESOLVE_NOT_EXECUTED
+        assert state is not EffectState.COMMITTED
+        state = moved
+
+
+@given(st.lists(st.sampled_from(_AUTOMATIC), max_size=12))
+def test_no_automatic_move_reaches_not_executed(actions: list[EffectAction]) -> None:
+    """Reconciliation, dispatch, observation and failure never settle a call as not run."""
+    state = EffectState.DISPATCHED
+    for action in actions:
+        state = next_state(action, state) or state
+        assert state is not EffectState.NOT_EXECUTED
+
+
 def test_committed_is_terminal() -> None:
     assert not [key for key in TRANSITIONS if key[1] is EffectState.COMMITTED]
 

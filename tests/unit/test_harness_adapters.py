@@ -57,9 +57,10 @@ def test_the_harnesses_with_hooks_are_claude_code_and_codex() -> None:
     assert not FAKE.has_hooks
     assert CLAUDE_CODE.hook_events == (
         "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "PreCompact",
-        "SessionEnd",
+        "SessionEnd", "PostToolUseFailure", "PermissionDenied",
     )  # fmt: skip
-    assert CODEX.hook_events == CLAUDE_CODE.hook_events[:-1]  # Codex has no SessionEnd
+    # Codex has no SessionEnd, PostToolUseFailure or PermissionDenied.
+    assert CODEX.hook_events == CLAUDE_CODE.hook_events[:-3]
 
 
 def test_an_alias_names_its_harness_unless_aliases_are_refused() -> None:

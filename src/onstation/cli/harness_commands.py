@@ -37,6 +37,8 @@ def _default_node(directory: str) -> str:
 @click.argument("harness", type=click.Choice(list(HOOK_HARNESSES)))
 @click.option("--project", "project", default=None, metavar="DIR", help="Install into DIR.")
 @click.option("--user", "user", is_flag=True, help="Install for the user (all projects).")
+@click.option("--plugin", "plugin", default=None, metavar="DIR",
+              help="Write a Claude Code plugin (a marketplace) into DIR.")  # fmt: skip
 @click.option("--node", "node_name", default=None, help="Identity the workspace works for.")
 @click.option("--role", default=None, help="Role of a newly registered node.")
 @click.option("--tiers", default=None, help="relief, coordinator, or JSON thresholds.")
@@ -49,6 +51,7 @@ def install_cmd(
     harness: str,
     project: str | None,
     user: bool,
+    plugin: str | None,
     node_name: str | None,
     role: str | None,
     tiers: str | None,
@@ -56,14 +59,21 @@ def install_cmd(
     no_wrap: bool,
     opts: Options,
 ) -> None:
-    """Merge onstation's hooks, status line and skills into a harness's settings."""
+    """Merge onstation's hooks, status line and skills into a harness's settings.
+
+    A Claude Code project install writes .claude/settings.local.json (not committed); the
+    install record goes to DIR/.onstation/. --plugin DIR writes a Claude Code plugin instead
+    (no settings edited). Codex runs the hooks once you trust them: install prints how."""
     from onstation.harness.config import read_config_file, write_config
     from onstation.harness.install import check_install, install
     from onstation.ledger import Ledger
     from onstation.ledger.bodies import HarnessLedger
 
+    if plugin is not None:
+        _install_plugin(harness, plugin, project, user, opts)
+        return
     if (project is None) == (not user):
-        raise BadInput("give exactly one of --project DIR or --user")
+        raise BadInput("give exactly one of --project DIR, --user or --plugin DIR")
     tier_value: object = None
     if tiers is not None:
         if tiers in ("relief", "coordinator"):
@@ -97,13 +107,37 @@ def install_cmd(
     if project is not None:
         write_config(project, {"node": node, "db": opts.db, "tiers": tier_value,
                                "supervised": supervised or None}, existing)  # fmt: skip
+    lines = [f"installed onstation into {record['settings']} for {node or 'every workspace'} "
+             f"(hooks: {', '.join(sorted(record['added_hooks']))})"]  # fmt: skip
+    if record.get("statusline_wrapped"):
+        wrapped = record["statusline_wrapped"]
+        lines.append(f"status line: wraps {wrapped['command']!r} (from {wrapped['from']})")
+    lines += [f"note: {w}" for w in record.get("warnings", [])]
+    lines += [f"to do once: {step}" for step in record.get("next_steps", [])]
     emit(
         opts,
-        {"installed": harness, "settings": record["settings"], "node": node,
-         "hooks": sorted(record["added_hooks"]), "skills": [s["path"] for s in record["skills"]]},
-        f"installed onstation into {record['settings']} for {node or 'every workspace'} "
-        f"(hooks: {', '.join(sorted(record['added_hooks']))})",
+        {"installed": harness, "settings": record["settings"], "record": record["record"],
+         "node": node, "hooks": sorted(record["added_hooks"]),
+         "skills": [s["path"] for s in record["skills"]],
+         "statusline_wrapped": record.get("statusline_wrapped"),
+         "warnings": record.get("warnings", []), "next_steps": record.get("next_steps", []),
+         "codex_trust": record.get("codex_trust")},
+        "\n".join(lines),
     )  # fmt: skip
+
+
+def _install_plugin(
+    harness: str, directory: str, project: str | None, user: bool, opts: Options
+) -> None:
+    from onstation.harness.install_plugin import write_plugin
+
+    if harness != CLAUDE_CODE.name:
+        raise BadInput(f"--plugin: only for {CLAUDE_CODE.name}")
+    if project is not None or user:
+        raise BadInput("give exactly one of --project DIR, --user or --plugin DIR")
+    result = write_plugin(directory)
+    emit(opts, result, "\n".join([f"wrote the onstation plugin to {result['plugin']}",
+                                   *(f"to do: {s}" for s in result["next_steps"])]))  # fmt: skip
 
 
 @click.command("uninstall")

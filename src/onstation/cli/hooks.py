@@ -1,9 +1,11 @@
 """``onstation hook HARNESS EVENT`` and ``onstation statusline``: the hot-path entry points.
 
 A hook never breaks the agent: malformed input, an unknown event, an unreachable ledger or
-any other failure ends with exit 0, no decision on stdout, and a one-line note on stderr
-(Claude Code shows it as a hook notice and carries on). Each ledger write is its own
-transaction, so a failure records nothing half-done.
+any other failure ends with exit 0, no decision on stdout, a one-line note on stderr and the
+same notice for the user as ``systemMessage`` where the host shows it. Only with the failure
+mode ``closed`` (``ONSTATION_HOOK_FAIL``, ``hook_fail``) is an effect-capable PreToolUse that
+could not be checked denied instead. Each ledger write is its own transaction, so a failure
+records nothing half-done.
 
 A hook cannot be dodged or stalled either: a PreToolUse from a session that is not the live
 body (fenced or refused) is denied even when its payload cannot be read (its session id is
@@ -40,6 +42,11 @@ MAX_SCAN_TOKENS = 1_000_000
 #: Wall-clock seconds one hook call may take (``ONSTATION_HOOK_BUDGET`` changes it). Effect
 #: classification gets the first half; past the whole, the call is answered at once.
 HOOK_BUDGET = 10.0
+#: What a PreToolUse that cannot be checked (the ledger unreachable, the payload unreadable)
+#: gets: "open" (no decision, a notice for the user) or "closed" (an effect-capable call is
+#: denied). ``ONSTATION_HOOK_FAIL`` and the workspace configuration's ``hook_fail`` set it;
+#: either saying "closed" makes it closed. See docs/hooks.md for why open is the default.
+HOOK_FAIL_DEFAULT = "open"
 
 
 def _note(text: str) -> None:
@@ -249,19 +256,24 @@ class _Answer:
 
     def _late_answer(self) -> tuple[dict[str, Any] | None, str]:
         spent = f"hook {self.event} ran out of its {self.budget:g} s budget"
+        from onstation.relief import hook_texts as texts
+
+        notice = texts.failed_open(self.event, f"over the {self.budget:g} s time budget")
         if self.event != "PreToolUse":
-            return self.harness.no_decision(self.event), f"{spent}; no decision"
+            output = self.harness.with_notice(
+                self.event, self.harness.no_decision(self.event), notice
+            )
+            return output, f"{spent}; no decision"
         got = self.progress
         if got.get("dispatched") or (
             got.get("standing") == "admitted" and got.get("effect_capable") is False
         ):
             # A live body's inert call, or one whose every effect is journaled: let it run.
             return None, f"{spent}; no decision (the call was checked)"
-        reason = (
-            f"onstation: this call could not be checked within the hook's {self.budget:g} s "
-            "time budget, so it is denied; retry it (split a long command)."
+        reason = texts.late(self.budget)
+        return self.harness.with_notice(self.event, _deny(reason), reason), (
+            f"{spent}; the call is denied"
         )
-        return _deny(reason), f"{spent}; the call is denied"
 
 
 def hook_main(args: list[str]) -> int:
@@ -344,7 +356,56 @@ def _unjudged(
             if answer is not None:
                 denied = "; ".join([f"hook PreToolUse denied: {problem}", *answer.notes])
                 return answer.output, [denied], 0
-    return None, [f"hook {event} failed open: {problem}"], 0
+    from onstation.harness.adapters import adapter
+    from onstation.relief import hook_texts as texts
+
+    host = adapter(harness)
+    mode, why = _fail_mode(fields)
+    notes = [why] if why else []
+    if event == "PreToolUse" and mode == "closed" and _maybe_effect(harness, fields):
+        reason = texts.fail_closed(problem)
+        notes.append(f"hook PreToolUse denied (fail closed): {problem}")
+        return host.with_notice(event, _deny(reason), reason), notes, 0
+    notice = texts.failed_open(event, problem)
+    notes.append(f"hook {event} failed open: {problem}")
+    return host.with_notice(event, host.no_decision(event), notice), notes, 0
+
+
+def _fail_mode(fields: dict[str, Any]) -> tuple[str, str]:
+    """("open" or "closed", a note when a setting was not understood). The configuration
+    file is read raw: whatever else is wrong in it, its ``hook_fail`` still counts."""
+    from onstation.relief.hotpath import raw_config
+
+    given = fields.get("cwd")
+    cwd = given if isinstance(given, str) and os.path.isdir(given) else os.getcwd()
+    config = raw_config(cwd) or {}
+    settings = (("ONSTATION_HOOK_FAIL", os.environ.get("ONSTATION_HOOK_FAIL") or None),
+                ("hook_fail", config.get("hook_fail")))  # fmt: skip
+    for name, value in settings:
+        if value is None or value == "open":
+            continue
+        if value == "closed":
+            return "closed", ""
+        # A misspelt setting is taken as the safe one.
+        return "closed", f"{name}={str(value)[:40]!r} is not open or closed: taken as closed"
+    return HOOK_FAIL_DEFAULT, ""
+
+
+def _maybe_effect(harness: str, fields: dict[str, Any]) -> bool:
+    """Whether a PreToolUse may cause an effect, classified without the ledger; True when
+    that cannot be shown otherwise (an unreadable payload, a classifier failure)."""
+    if not isinstance(fields.get("tool_input"), dict):
+        return True
+    try:
+        from onstation.harness.adapters import HookCall
+        from onstation.relief.hotpath import _effect_capable, raw_config
+
+        call = HookCall.from_payload(harness, "PreToolUse", fields)
+        cwd = call.cwd if call.cwd is not None and os.path.isdir(call.cwd) else os.getcwd()
+        config = raw_config(cwd)
+        return _effect_capable(call, config or {}, time.monotonic() + 2.0) is not False
+    except Exception:
+        return True
 
 
 def _judge_session(
@@ -405,7 +466,11 @@ def statusline_main(args: list[str]) -> int:
 
 
 def _status_line(payload: dict[str, Any], db: str | None) -> str:
-    from onstation.core.hull import fill_from_statusline
+    from onstation.core.hull import (
+        fill_from_statusline,
+        statusline_declared_window,
+        statusline_usage_cleared,
+    )
     from onstation.harness.adapters import CLAUDE_CODE  # the status line is Claude Code's
     from onstation.relief.hooks import HookRunner
 
@@ -425,17 +490,41 @@ def _status_line(payload: dict[str, Any], db: str | None) -> str:
         )
         session = admission.session
         state = "body" if admission.admitted else ("FENCED" if admission.fenced else "NOT ADMITTED")
+        declared = statusline_declared_window(payload)
+        if admission.admitted:
+            # The window the host declares is remembered for the body: the hooks read the
+            # transcript against it too, so both say one percent.
+            if declared and declared != session.context_window:
+                runner.records.set_context_window(session.session_id, declared)
+            if statusline_usage_cleared(payload):  # right after /compact (or before any usage)
+                runner.records.start_epoch(session, signal="statusline current_usage null")
+        if reading is not None and declared is None and session.context_window:
+            reading = fill_from_statusline(payload, declared_window=session.context_window)
         if reading is None:
             return f"⚓ {node} gen {session.generation} {state} · context unknown"
         tier = runner.observe_fill(session, reading) if admission.admitted else "-"
+        if tier == "unknown":  # an impossible figure: recorded as rejected, never acted on
+            return (
+                f"⚓ {node} gen {session.generation} {state} · context unknown "
+                f"(a reading of {reading.percent:.0f}% was rejected)"
+            )
         window = (
             f"{reading.window_tokens // 1000}k"
             if reading.window_tokens < 1_000_000
             else (f"{reading.window_tokens / 1_000_000:g}M")
         )
-        return (
+        line = (
             f"⚓ {node} gen {session.generation} {state} · {tier.capitalize()} "
             f"{reading.percent:.1f}% of {window}"
         )
+        if admission.admitted:
+            from onstation.core.compaction import compaction_warning
+            from onstation.harness.compaction import claude_point
+
+            point = claude_point(reading.window_tokens, project=session.workspace)
+            warning = compaction_warning(runner._policy(), point)
+            if warning is not None:
+                line += f"\n⚠ onstation: {warning}"
+        return line
     finally:
         ledger.close()

@@ -544,10 +544,13 @@ def effect_fail(effect_id: str, generation: int, reason: str | None, opts: Optio
 @click.argument("name")
 @command_options
 def effect_reconcile(name: str, opts: Options) -> None:
-    """Settle the effects of the node's fenced generations (DISPATCHED -> AMBIGUOUS)."""
+    """Settle the effects of the node's fenced generations: on evidence where there is some
+    (a push seen on its remote, a call the host rejected), else DISPATCHED -> AMBIGUOUS."""
     _check_name(name)
+    from onstation.relief.reconcile import observe_and_reconcile
+
     with open_ledger(opts) as ledger:
-        report = ledger.reconcile(name, by=operator_name())
+        report = observe_and_reconcile(ledger, name, by=operator_name())
 
     def human() -> str:
         lines = [f"reconciled {report.node} (generation {report.generation})"]

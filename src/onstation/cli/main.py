@@ -92,6 +92,10 @@ COMMANDS: dict[str, LazyCommand] = {
     "uninstall": LazyCommand(
         "onstation.cli.harness_commands:uninstall_cmd", "Remove exactly what install added."
     ),
+    "doctor": LazyCommand(
+        "onstation.cli.doctor:doctor_cmd",
+        "Check the install, hook trust, ledger, window and witness; print what to fix.",
+    ),
     "workspace": LazyCommand(
         "onstation.cli.harness_commands:workspace", "Which identity a workspace works for."
     ),

@@ -4,7 +4,8 @@ An effect (push, PR, message, payment) moves::
 
     INTENDED ──dispatch──▶ DISPATCHED ──observe──▶ OBSERVED ──commit──▶ COMMITTED
        │                       │
-       │                       └─reconcile (generation fenced)─▶ AMBIGUOUS
+       │                       ├─reconcile (generation fenced), or uncertain─▶ AMBIGUOUS
+       │                       └─resolve-not-executed (the host did not run it)─▶ NOT_EXECUTED
        ├─reconcile (generation fenced)──────────────────────────▶ AMBIGUOUS
        └─fail, or reconcile with its dispatch refused─▶ FAILED_BEFORE_DISPATCH
 
@@ -13,8 +14,15 @@ AMBIGUOUS is absorbing for every automatic actor: only an operator's recorded ob
 fenced generation is AMBIGUOUS too: a hook killed between recording the intent and its
 dispatch gives the host no decision, and the host then runs the tool. Only evidence that the
 tool did not run (the ledger refused its dispatch to that generation) settles it as
-FAILED_BEFORE_DISPATCH. An effect that is INTENDED for a live body, FAILED_BEFORE_DISPATCH or
-COMPENSATED may be intended again.
+FAILED_BEFORE_DISPATCH. An effect that is INTENDED for a live body, FAILED_BEFORE_DISPATCH,
+NOT_EXECUTED or COMPENSATED may be intended again.
+
+A DISPATCHED effect was handed to a host that still had its permission step, its deny rules
+and the user's interrupt ahead of it. Evidence that the host did not run the tool (its own
+denial, the transcript's rejection of that very call, or the destination asked and found
+unchanged) settles it as NOT_EXECUTED. Like an operator's resolution, that move is a
+``resolve-`` action: it carries its evidence and is never taken on a guess. A tool that
+failed after it may have reached its destination is AMBIGUOUS (``uncertain``).
 
 The fingerprint is what makes "the same effect" a fact rather than a caller's claim: it is
 recomputed by the ledger over the node, the operation, the normalized destination and the
@@ -46,6 +54,9 @@ class EffectState(StrEnum):
     FAILED_BEFORE_DISPATCH = "FAILED_BEFORE_DISPATCH"
     AMBIGUOUS = "AMBIGUOUS"
     COMPENSATED = "COMPENSATED"
+    #: Dispatched, and then the host did not run the tool (denied, declined, blocked), or the
+    #: destination, asked, shows it unchanged.
+    NOT_EXECUTED = "NOT_EXECUTED"
 
 
 class EffectAction(StrEnum):
@@ -58,8 +69,13 @@ class EffectAction(StrEnum):
     RECONCILE = "reconcile"
     #: Reconciling an INTENDED effect whose dispatch the ledger refused to its generation.
     RECONCILE_REFUSED = "reconcile-refused"
+    #: A dispatched call whose tool failed where it may have reached its destination.
+    UNCERTAIN = "uncertain"
     RESOLVE_OBSERVED = "resolve-observed"
     RESOLVE_COMPENSATED = "resolve-compensated"
+    #: Evidence that the host did not run a dispatched call (a ``resolve-`` move: it is taken
+    #: only with its evidence recorded, never by reconciliation alone).
+    RESOLVE_NOT_EXECUTED = "resolve-not-executed"
 
 
 #: (action, from-state) -> to-state. Anything absent is an invalid transition.
@@ -75,6 +91,8 @@ TRANSITIONS: dict[tuple[EffectAction, EffectState], EffectState] = {
     (EffectAction.RECONCILE_REFUSED, EffectState.INTENDED): EffectState.FAILED_BEFORE_DISPATCH,
     (EffectAction.RECONCILE, EffectState.DISPATCHED): EffectState.AMBIGUOUS,
     (EffectAction.RECONCILE, EffectState.OBSERVED): EffectState.COMMITTED,
+    (EffectAction.UNCERTAIN, EffectState.DISPATCHED): EffectState.AMBIGUOUS,
+    (EffectAction.RESOLVE_NOT_EXECUTED, EffectState.DISPATCHED): EffectState.NOT_EXECUTED,
     (EffectAction.RESOLVE_OBSERVED, EffectState.AMBIGUOUS): EffectState.COMMITTED,
     (EffectAction.RESOLVE_COMPENSATED, EffectState.AMBIGUOUS): EffectState.COMPENSATED,
 }
@@ -82,7 +100,12 @@ TRANSITIONS: dict[tuple[EffectAction, EffectState], EffectState] = {
 #: States from which the same logical effect may be intended again (it never reached the world,
 #: or an operator compensated it).
 REINTENDABLE = frozenset(
-    {EffectState.INTENDED, EffectState.FAILED_BEFORE_DISPATCH, EffectState.COMPENSATED}
+    {
+        EffectState.INTENDED,
+        EffectState.FAILED_BEFORE_DISPATCH,
+        EffectState.NOT_EXECUTED,
+        EffectState.COMPENSATED,
+    }
 )
 
 TERMINAL = frozenset({EffectState.COMMITTED})

@@ -307,14 +307,19 @@ def _usage_sum(usage: object) -> int | None:
     return total
 
 
-def fill_from_statusline(payload: object) -> FillReading | None:
+def fill_from_statusline(
+    payload: object, *, declared_window: int | None = None
+) -> FillReading | None:
     """The fill reported by one Claude Code status line payload, or None when it has none.
 
     Order: ``context_window.used_percentage``; else ``current_usage`` (input + cache_creation
     + cache_read) over ``context_window_size``; else ``total_input_tokens`` only from
-    version 2.1.132 on (earlier it was a cumulative session total) and only when
-    ``current_usage`` is not explicitly null (null means "no current usage", e.g. right
-    after /compact, so totals from the same response are stale). Never raises on odd input.
+    version 2.1.132 on (earlier it was a cumulative session total). An explicitly null
+    ``current_usage`` means "no current usage" (before the first response, and right after
+    /compact until the next one): no reading then, whatever else the payload holds, since its
+    other figures are stale. ``declared_window`` (the window the host declared earlier for
+    this body) is used when the payload gives no ``context_window_size``. Never raises on odd
+    input.
     """
     if not isinstance(payload, Mapping):
         return None
@@ -322,9 +327,11 @@ def fill_from_statusline(payload: object) -> FillReading | None:
     if not isinstance(window_info, Mapping):
         return None
     model_id, names = _statusline_model(payload.get("model"))
-    declared = _count(window_info.get("context_window_size"))
+    declared = _count(window_info.get("context_window_size")) or _count(declared_window)
     window = model_window(" ".join(names), declared if declared else None)
     usage_present = "current_usage" in window_info
+    if usage_present and window_info.get("current_usage") is None:
+        return None
     current = _usage_sum(window_info.get("current_usage"))
 
     used_pct = _finite(window_info.get("used_percentage"))
@@ -344,8 +351,6 @@ def fill_from_statusline(payload: object) -> FillReading | None:
             source=SOURCE_STATUSLINE_CURRENT_USAGE,
             model=model_id,
         )
-    if usage_present and window_info.get("current_usage") is None:
-        return None
     version = _parse_version(payload.get("version"))
     total = _count(window_info.get("total_input_tokens"))
     if version is not None and version >= TOTAL_INPUT_RELIABLE_SINCE and total is not None:
@@ -369,3 +374,26 @@ def _statusline_model(model: object) -> tuple[str | None, list[str]]:
     display = model.get("display_name")
     names = [n for n in (model_id, display) if isinstance(n, str)]
     return (model_id if isinstance(model_id, str) else None), names
+
+
+def statusline_declared_window(payload: object) -> int | None:
+    """The context window a status line payload declares (``context_window_size``), or None."""
+    if not isinstance(payload, Mapping):
+        return None
+    window_info = payload.get("context_window")
+    if not isinstance(window_info, Mapping):
+        return None
+    return _count(window_info.get("context_window_size")) or None
+
+
+def statusline_usage_cleared(payload: object) -> bool:
+    """Whether a status line payload says "no current usage" (``current_usage: null``): before
+    the first response, and right after a compaction until the next response."""
+    if not isinstance(payload, Mapping):
+        return False
+    window_info = payload.get("context_window")
+    return (
+        isinstance(window_info, Mapping)
+        and "current_usage" in window_info
+        and window_info["current_usage"] is None
+    )

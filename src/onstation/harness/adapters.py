@@ -71,7 +71,7 @@ def _fake_launcher(model: str | None) -> Launcher:
 _ADAPTER_FIELDS = (
     "name", "aliases", "plan_harness", "source_harness", "session_harness", "program",
     "hook_events", "settings_env", "settings_dir", "settings_file", "installs_statusline",
-    "installs_skills", "quiet_stop", "fill_reader", "make_launcher",
+    "installs_skills", "quiet_stop", "fill_reader", "make_launcher", "project_settings_file",
 )  # fmt: skip
 
 
@@ -88,7 +88,9 @@ class HarnessAdapter(FrozenRecord):
     - ``hook_events``: the hook events install adds (empty: the harness has no hooks).
     - ``settings_env``, ``settings_dir``, ``settings_file``: where its settings live: the
       user install's base is ``$settings_env`` or ``~/settings_dir``, with ``settings_file``
-      in it; a project's is ``settings_dir/settings_file`` in the project.
+      in it; a project's is ``settings_dir/project_settings_file`` in the project
+      (``project_settings_file`` defaults to ``settings_file``; Claude Code's is the
+      uncommitted ``settings.local.json``).
     - ``installs_statusline``, ``installs_skills``: whether install adds a status line and
       the onstation skills.
     - ``quiet_stop``: what its Stop hook must print when onstation decides nothing (None:
@@ -114,6 +116,7 @@ class HarnessAdapter(FrozenRecord):
     quiet_stop: Mapping[str, Any] | None
     fill_reader: Callable[[], ReadFill]
     make_launcher: Callable[[str | None], Launcher]
+    project_settings_file: str | None
 
     def __init__(
         self,
@@ -133,6 +136,7 @@ class HarnessAdapter(FrozenRecord):
         quiet_stop: Mapping[str, Any] | None = None,
         fill_reader: Callable[[], ReadFill],
         make_launcher: Callable[[str | None], Launcher],
+        project_settings_file: str | None = None,
     ) -> None:
         self._set(
             name=name, aliases=tuple(aliases), plan_harness=plan_harness,
@@ -141,6 +145,7 @@ class HarnessAdapter(FrozenRecord):
             settings_file=settings_file, installs_statusline=installs_statusline,
             installs_skills=installs_skills, quiet_stop=quiet_stop, fill_reader=fill_reader,
             make_launcher=make_launcher,
+            project_settings_file=project_settings_file or settings_file,
         )  # fmt: skip
 
     @property
@@ -161,15 +166,37 @@ class HarnessAdapter(FrozenRecord):
             return dict(self.quiet_stop)
         return None
 
+    def with_notice(
+        self, event: str, output: dict[str, Any] | None, message: str
+    ) -> dict[str, Any] | None:
+        """``output`` with ``systemMessage`` (a notice the host shows the user) where the host
+        shows it on ``event``; ``output`` unchanged elsewhere (docs/hosts.md)."""
+        hidden = _NOTICE_HIDDEN.get(self.session_harness, frozenset())
+        if event in hidden or not message:
+            return output
+        return {**(output or {}), "systemMessage": message[:_NOTICE_MAX]}
+
+    def with_stop(
+        self, event: str, output: dict[str, Any] | None, reason: str
+    ) -> dict[str, Any] | None:
+        """``output`` with ``continue: false`` and ``stopReason`` (the host stops the agent)
+        where the host honours them on ``event``. Codex rejects both on PreToolUse, and a
+        rejected answer fails open, so there the answer keeps only its deny."""
+        if event not in _STOP_EVENTS.get(self.session_harness, frozenset()):
+            return output
+        return {**(output or {}), "continue": False, "stopReason": reason[:_NOTICE_MAX]}
+
     def read_fill(
         self,
         path: str | os.PathLike[str],
         cursor: TranscriptCursor | None = None,
         *,
         model: str | None = None,
+        declared_window: int | None = None,
     ) -> tuple[FillReading | None, TranscriptCursor]:
-        """Read the context fill from this harness's transcript (incrementally)."""
-        return self.fill_reader()(path, cursor, model=model)
+        """Read the context fill from this harness's transcript (incrementally);
+        ``declared_window`` is the window the host declared for the body, if any."""
+        return self.fill_reader()(path, cursor, model=model, declared_window=declared_window)
 
     def launcher(self, model: str | None = None) -> Launcher:
         """A launcher that starts a successor under this harness."""
@@ -182,6 +209,23 @@ class HarnessAdapter(FrozenRecord):
 _SHARED_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
                   "PreCompact")  # fmt: skip
 
+#: Events whose ``systemMessage`` the host discards, by hook harness (docs/hosts.md): Claude
+#: Code's hooks reference, "JSON output"; every Codex output schema accepts it and its
+#: parsers show it as a warning (codex-rs/hooks/src/engine/output_parser.rs).
+_NOTICE_HIDDEN: dict[str, frozenset[str]] = {
+    "claude-code": frozenset({"PreCompact", "PostCompact", "Notification", "SessionEnd"}),
+}
+#: Events on which ``continue: false`` + ``stopReason`` stop the agent, by hook harness:
+#: Claude Code (universal fields, "takes precedence"); Codex everywhere but PreToolUse and
+#: PermissionRequest, whose parser rejects them ("unsupported continue:false").
+_STOP_EVENTS: dict[str, frozenset[str]] = {
+    "claude-code": frozenset({"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
+                              "PostToolUseFailure", "Stop"}),
+    "codex": frozenset({"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"}),
+}  # fmt: skip
+#: Output strings are capped by the host at 10,000 characters (harness-formats.md §1.4).
+_NOTICE_MAX = 9000
+
 #: Claude Code (``claude``): hooks, status line and skills in ``.claude/settings.json``.
 CLAUDE_CODE = HarnessAdapter(
     "claude-code",
@@ -189,10 +233,14 @@ CLAUDE_CODE = HarnessAdapter(
     source_harness="claude-code",
     session_harness="claude-code",
     program="claude",
-    hook_events=(*_SHARED_EVENTS, "SessionEnd"),
+    # PostToolUseFailure and PermissionDenied settle a dispatched effect whose tool failed or
+    # was denied (docs/hosts.md); Codex has neither event.
+    hook_events=(*_SHARED_EVENTS, "SessionEnd", "PostToolUseFailure", "PermissionDenied"),
     settings_env="CLAUDE_CONFIG_DIR",
     settings_dir=".claude",
     settings_file="settings.json",
+    # A project install writes the uncommitted local settings (harness-formats.md §1.1).
+    project_settings_file="settings.local.json",
     installs_statusline=True,
     installs_skills=True,
     fill_reader=_claude_transcript,

@@ -56,6 +56,12 @@ def classify_codex_line(line: bytes) -> Event | None:
     last = info.get("last_token_usage")
     if not isinstance(last, dict):
         return None
+    model = info.get("model")
+    model = model if isinstance(model, str) and model else None
+    window = count(info.get("model_context_window")) or None
+    impossible = _impossible_usage(last)
+    if impossible is not None:
+        return Event(boundary=False, rejected=impossible, window=window, model=model)
     tokens = count(last.get("total_tokens"))
     if tokens is None:
         input_tokens = count(last.get("input_tokens"))
@@ -63,13 +69,52 @@ def classify_codex_line(line: bytes) -> Event | None:
         if input_tokens is None:
             return None
         tokens = input_tokens + (output_tokens or 0)
-    model = info.get("model")
-    return Event(
-        boundary=False,
-        tokens=tokens,
-        window=count(info.get("model_context_window")) or None,
-        model=model if isinstance(model, str) and model else None,
-    )
+    return Event(boundary=False, tokens=tokens, window=window, model=model)
+
+
+#: The components of a ``last_token_usage`` (cached input is part of input, reasoning part
+#: of output; total = input + output).
+_COMPONENTS = ("input_tokens", "cached_input_tokens", "output_tokens",
+               "reasoning_output_tokens", "total_tokens")  # fmt: skip
+
+
+def _impossible_usage(usage: dict[str, object]) -> str | None:
+    """Why a ``last_token_usage`` cannot be a real API call's usage, or None.
+
+    Codex writes estimate records around a compaction: every component zero except
+    ``total_tokens``. Any record whose components do not add up (total is neither input +
+    output nor input + output + reasoning),
+    hold a part larger than its whole (cached > input, reasoning > output), or hold a
+    negative or non-numeric count, is refused as unknown, never read as a fill.
+    """
+    values: dict[str, int] = {}
+    for key in _COMPONENTS:
+        raw = usage.get(key)
+        if raw is None:
+            continue
+        counted = count(raw)
+        if counted is None:
+            return f"codex.token_count: {key} {raw!r} is not a token count"
+        values[key] = counted
+    total = values.get("total_tokens")
+    inp, out = values.get("input_tokens"), values.get("output_tokens")
+    reasoning = values.get("reasoning_output_tokens", 0)
+    # Reasoning is part of output in Codex's own records; some writers count it beside it.
+    if (
+        total is not None
+        and inp is not None
+        and out is not None
+        and total not in (inp + out, inp + out + reasoning)
+    ):
+        return (
+            f"codex.token_count: components do not add up (input {inp} + output {out} != "
+            f"total {total})"
+        )
+    if values.get("cached_input_tokens", 0) > (inp if inp is not None else total or 0):
+        return "codex.token_count: cached input exceeds input"
+    if out is not None and reasoning > out and total != (inp or 0) + out + reasoning:
+        return "codex.token_count: reasoning output exceeds output"
+    return None
 
 
 def read_fill(

@@ -8,7 +8,10 @@ Keys (all optional)::
       "tiers": "relief",               # "relief", "coordinator", or thresholds:
                                        # {"amber": 25, "red": 33, "critical": 38}
       "supervised": false,             # true: a team lead decides relief; no self-requests
-      "effects": {...}                 # effect patterns (see docs/effects.md)
+      "effects": {...},                # effect patterns (see docs/effects.md)
+      "hook_fail": "open"              # "open" (default) or "closed": an effect-capable
+                                       # call the hook cannot check (ledger unreachable) is
+                                       # then denied; ONSTATION_HOOK_FAIL=closed does the same
     }
 """
 
@@ -24,7 +27,9 @@ from onstation.core.errors import BadInput
 
 CONFIG_DIR = ".onstation"
 CONFIG_FILE = "config.json"
-_KEYS = {"node", "db", "tiers", "supervised", "effects"}
+_KEYS = {"node", "db", "tiers", "supervised", "effects", "hook_fail"}
+#: The values of ``hook_fail`` (docs/hooks.md, "When the hook cannot check a call").
+HOOK_FAIL_MODES = ("open", "closed")
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,8 @@ class WorkspaceConfig:
     tiers: Any = "relief"
     supervised: bool = False
     effects: dict[str, Any] = field(default_factory=dict)
+    #: "open" or "closed" when the file says so; None when it is silent.
+    hook_fail: str | None = None
 
 
 def find_config(start: str | Path) -> Path | None:
@@ -75,6 +82,9 @@ def load_config(start: str | Path) -> WorkspaceConfig:
     for key in ("node", "db"):
         if key in data and not isinstance(data[key], str):
             raise BadInput(f"{path}: {key} must be a string")
+    hook_fail = data.get("hook_fail")
+    if hook_fail is not None and hook_fail not in HOOK_FAIL_MODES:
+        raise BadInput(f"{path}: hook_fail must be one of {', '.join(HOOK_FAIL_MODES)}")
     return WorkspaceConfig(
         path=path,
         node=data.get("node"),
@@ -82,6 +92,7 @@ def load_config(start: str | Path) -> WorkspaceConfig:
         tiers=data.get("tiers", "relief"),
         supervised=supervised,
         effects=effects,
+        hook_fail=hook_fail,
     )
 
 

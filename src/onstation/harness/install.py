@@ -1,11 +1,27 @@
 """Installing onstation's hooks, status line and skills into Claude Code and Codex CLI.
 
-Install merges into the harness's settings without disturbing anything else and writes an
-install record beside them (``onstation-install.json``) naming exactly what it added: the
-hook handlers, the status line it replaced (kept, and wrapped), the skill files (with their
-digests), and the settings file's original bytes. Uninstall removes exactly those; when the
-settings then equal what they were before install, the original bytes are written back, so
-an untouched file returns byte for byte.
+Install merges into the harness's settings without disturbing anything else and keeps an
+install record naming exactly what it added: the hook handlers, the status line it replaced
+or wrapped, the skill files (with their digests), and the settings file's original bytes.
+Uninstall removes exactly those; when the settings then equal what they were before install,
+the original bytes are written back, so an untouched file returns byte for byte.
+
+Where things go (docs/hooks.md, "Install"):
+
+- A Claude Code project install writes ``.claude/settings.local.json``, the project settings
+  Claude Code documents as not committed (harness-formats.md §1.1), never the shared
+  ``.claude/settings.json``; a Codex project install writes ``.codex/hooks.json``.
+- The install record is onstation's own: ``WORKSPACE/.onstation/install-HARNESS.json`` for a
+  project (with a ``.gitignore`` beside it, since the record holds machine paths and the
+  local settings' original bytes), ``$XDG_STATE_HOME/onstation/installs/`` for a user
+  install. Records of earlier versions (``.claude/onstation-install.json``) are found, and
+  installing again migrates them: what they added to ``.claude/settings.json`` is removed
+  first.
+- The status line in effect (Claude Code's precedence: local, then shared project, then
+  user settings) is wrapped, ``onstation statusline --wrap 'COMMAND'``, and uninstall
+  restores it.
+- Every handler carries a ``timeout`` (:data:`HOOK_TIMEOUT` seconds), well above the hook's
+  own budget (``ONSTATION_HOOK_BUDGET``, 10 s), so the hook always answers first.
 """
 
 from __future__ import annotations
@@ -24,7 +40,15 @@ from onstation.core.errors import BadInput, Conflict
 from onstation.harness.adapters import CLAUDE_CODE, CODEX, HOOK_HARNESSES, HarnessAdapter, find
 from onstation.harness.files import MAX_DOCUMENT_BYTES, read_bounded, write_inside
 
+#: The install record of earlier versions, beside the settings file (found and migrated).
 RECORD = "onstation-install.json"
+#: onstation's own folder in a workspace (``.onstation/config.json`` lives there too).
+RECORD_DIR = ".onstation"
+#: Seconds each installed handler may run before the host cancels it (both hosts accept
+#: ``timeout`` in seconds). The hook answers within its own budget (10 s by default).
+HOOK_TIMEOUT = 30
+#: What install writes beside a project's record: the records stay out of version control.
+GITIGNORE = "install-*.json\n"
 
 #: The hook events install adds, per harness (the adapters hold them).
 CLAUDE_EVENTS = list(CLAUDE_CODE.hook_events)
@@ -44,7 +68,7 @@ Your context window is a hull: Green under 25 %, Amber from 25 % (plan the wrap-
 nothing large), Red from 33 % (prepare the turnover brief now), Critical from 38 %
 (emergency brief, immediate hand-over).
 
-When told "Hull integrity Red. Prepare turnover brief.":
+When onstation reports "Hull integrity Red: a turnover brief is requested":
 
 1. Finish the step you are in; start nothing new.
 2. Record each decision that matters with its reason:
@@ -92,19 +116,27 @@ def onstation_command() -> str:
     return "onstation"
 
 
+def hook_command(executable: str, harness: str, event: str) -> str:
+    """The command string a host runs for ``event``."""
+    return f"{shlex.quote(executable)} hook {harness} {event}"
+
+
 def _handler(harness: str, event: str, executable: str) -> dict[str, Any]:
     return {
         "type": "command",
-        "command": f"{shlex.quote(executable)} hook {harness} {event}",
+        "command": hook_command(executable, harness, event),
+        "timeout": HOOK_TIMEOUT,
     }
 
 
-def _load_json(path: Path) -> tuple[dict[str, Any], bytes | None]:
-    if path.is_symlink():
+def _load_json(path: Path, *, follow: bool = False) -> tuple[dict[str, Any], bytes | None]:
+    """A settings file as data, and its bytes (None when absent). A symlink is refused
+    unless ``follow`` (a file onstation only reads)."""
+    if path.is_symlink() and not follow:
         raise BadInput(f"{path} is a symlink; refusing to edit it")
     if not path.exists():
         return {}, None
-    raw = read_bounded(path, MAX_DOCUMENT_BYTES, "settings", follow_symlinks=False)
+    raw = read_bounded(path, MAX_DOCUMENT_BYTES, "settings", follow_symlinks=follow)
     try:
         data = json.loads(raw.decode("utf-8")) if raw.strip() else {}
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError) as exc:
@@ -140,6 +172,12 @@ def _hooked(harness: str) -> HarnessAdapter:
     return found
 
 
+def _user_base(host: HarnessAdapter) -> Path:
+    assert host.settings_dir is not None
+    home = os.environ.get(host.settings_env) if host.settings_env else None
+    return Path(home or Path.home() / host.settings_dir)
+
+
 def settings_target(harness: str, *, project: str | None, user: bool) -> tuple[Path, Path]:
     """(base directory, settings file relative to it) for an install."""
     if (project is None) == (not user):
@@ -147,10 +185,237 @@ def settings_target(harness: str, *, project: str | None, user: bool) -> tuple[P
     host = _hooked(harness)
     assert host.settings_dir is not None and host.settings_file is not None
     if user:
-        home = os.environ.get(host.settings_env) if host.settings_env else None
-        base = Path(home or Path.home() / host.settings_dir)
-        return base, Path(host.settings_file)
-    return Path(project or "."), Path(host.settings_dir) / host.settings_file
+        return _user_base(host), Path(host.settings_file)
+    assert host.project_settings_file is not None
+    return Path(os.path.abspath(project or ".")), Path(
+        host.settings_dir
+    ) / host.project_settings_file
+
+
+def state_dir() -> Path:
+    """``$XDG_STATE_HOME/onstation`` (``~/.local/state/onstation``), the ledger's folder."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local",
+                                                            "state")  # fmt: skip
+    return Path(base) / "onstation"
+
+
+def record_location(harness: str, *, project: str | None, settings: Path) -> Path:
+    """Where the install record of this install lives (see the module docstring)."""
+    if project is not None:
+        return Path(project) / RECORD_DIR / f"install-{harness}.json"
+    digest = hashlib.sha256(os.path.abspath(settings).encode()).hexdigest()[:12]
+    return state_dir() / "installs" / f"{harness}-{digest}.json"
+
+
+def _legacy_settings(harness: str, *, project: str | None, user: bool) -> Path:
+    """The settings file earlier versions wrote (its record lies beside it)."""
+    host = _hooked(harness)
+    assert host.settings_dir is not None and host.settings_file is not None
+    if user:
+        return _user_base(host) / host.settings_file
+    return Path(project or ".") / host.settings_dir / host.settings_file
+
+
+# -- Claude Code's settings layers: which status line is in effect ------------------------
+
+
+def managed_settings_path() -> Path:
+    """Claude Code's file-based managed settings on this platform (settings docs)."""
+    if sys.platform == "darwin":
+        return Path("/Library/Application Support/ClaudeCode/managed-settings.json")
+    if sys.platform.startswith("win"):
+        return Path(r"C:\Program Files\ClaudeCode\managed-settings.json")
+    return Path("/etc/claude-code/managed-settings.json")
+
+
+def claude_layers(project: str | None) -> list[tuple[str, Path]]:
+    """Claude Code's settings files, highest precedence first: managed, local project,
+    shared project, user (Claude Code settings docs, "Settings precedence"; command-line
+    arguments sit between managed and local and are not files)."""
+    layers = [("managed settings", managed_settings_path())]
+    if project is not None:
+        folder = Path(os.path.abspath(project)) / ".claude"
+        layers += [("local project settings", folder / "settings.local.json"),
+                   ("shared project settings", folder / "settings.json")]  # fmt: skip
+    layers.append(("user settings", _user_base(CLAUDE_CODE) / "settings.json"))
+    return layers
+
+
+def _read_layer(path: Path, given: dict[Path, dict[str, Any]]) -> dict[str, Any]:
+    if path in given:
+        return given[path]
+    try:
+        return _load_json(path, follow=True)[0]
+    except BadInput:
+        return {}  # a file Claude Code itself would reject sets nothing
+
+
+def statusline_in_effect(
+    project: str | None, given: dict[Path, dict[str, Any]] | None = None
+) -> tuple[str, Path, dict[str, Any]] | None:
+    """(layer name, file, ``statusLine``) of the status line Claude Code would run, or None.
+
+    ``given`` supplies the content of files about to be written (by path)."""
+    given = given or {}
+    for name, path in claude_layers(project):
+        line = _read_layer(path, given).get("statusLine")
+        if isinstance(line, dict):
+            return name, path, line
+    return None
+
+
+def _inner_command(command: str) -> str | None:
+    """What an onstation status line wraps (None: nothing), or ``command`` itself."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    if len(words) >= 2 and os.path.basename(words[0]) == "onstation" and words[1] == "statusline":
+        return words[3] if len(words) >= 4 and words[2] == "--wrap" else None
+    return command
+
+
+def _onstation_handlers(data: dict[str, Any], harness: str) -> list[str]:
+    """Commands in ``data['hooks']`` that run ``onstation hook HARNESS``."""
+    found: list[str] = []
+    hooks = data.get("hooks")
+    for groups in hooks.values() if isinstance(hooks, dict) else ():
+        for group in groups if isinstance(groups, list) else ():
+            for handler in group.get("hooks", []) if isinstance(group, dict) else ():
+                command = handler.get("command") if isinstance(handler, dict) else None
+                if isinstance(command, str) and f" hook {harness} " in f"{command} ":
+                    found.append(command)
+    return found
+
+
+# -- removing what a record added ----------------------------------------------------------
+
+
+class _Removal:
+    """What uninstalling one record changes, computed without writing."""
+
+    def __init__(self, record: dict[str, Any], data: dict[str, Any]) -> None:
+        self.settings = Path(record["settings"])
+        self.data = data
+        self.text: str | None = None  # the settings file's new text; None: delete it
+        self.removed = 0
+        self.skills: list[Path] = []  # skill files to delete
+        self.kept: list[str] = []
+
+    def apply(self) -> None:
+        if self.text is not None:
+            _write(self.settings.parent, Path(self.settings.name), self.text)
+        elif self.settings.exists():
+            self.settings.unlink()
+        for path in self.skills:
+            path.unlink()
+            try:
+                path.parent.rmdir()
+                path.parent.parent.rmdir()  # the skills folder, if now empty
+            except OSError:
+                pass
+
+
+def _plan_removal(record: dict[str, Any]) -> _Removal:
+    settings_path = Path(record["settings"])
+    data, _raw = _load_json(settings_path)
+    plan = _Removal(record, data)
+    hooks = data.get("hooks")
+    if isinstance(hooks, dict):
+        for event, group in record.get("added_hooks", {}).items():
+            groups = hooks.get(event)
+            if isinstance(groups, list) and group in groups:
+                groups.remove(group)
+                plan.removed += 1
+                if not groups:
+                    del hooks[event]
+        if not hooks:
+            del data["hooks"]
+    if (
+        record.get("statusline_added") is not None
+        and data.get("statusLine") == record["statusline_added"]
+    ):
+        if record.get("statusline_before") is None:
+            data.pop("statusLine", None)
+        else:
+            data["statusLine"] = record["statusline_before"]
+    original = record.get("original")
+    indent = int(record.get("indent", 2))
+    if original is not None:
+        original_bytes = base64.b64decode(original)
+        before = json.loads(original_bytes.decode("utf-8")) if original_bytes.strip() else {}
+        plan.text = original_bytes.decode("utf-8") if before == data else _dump(data, indent)
+    elif data:
+        plan.text = _dump(data, indent)
+    for skill in record.get("skills", []):
+        path = Path(skill["path"])
+        if path.is_file() and not path.is_symlink():
+            try:
+                content = read_bounded(path, MAX_DOCUMENT_BYTES, "skill", follow_symlinks=False)
+            except BadInput:
+                content = b""  # not what install wrote (too large, swapped): keep it
+            if content and hashlib.sha256(content).hexdigest() == skill["sha256"]:
+                plan.skills.append(path)
+            else:
+                plan.kept.append(str(path))
+    return plan
+
+
+def _load_record(path: Path) -> dict[str, Any]:
+    """The install record, checked for the shape uninstall relies on."""
+    raw = read_bounded(path, MAX_DOCUMENT_BYTES, "install record", follow_symlinks=False)
+    try:
+        record = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError) as exc:
+        raise BadInput(f"{path}: not valid JSON ({exc}); remove onstation by hand") from exc
+    if (
+        not isinstance(record, dict)
+        or not isinstance(record.get("settings"), str)
+        or not isinstance(record.get("added_hooks", {}), dict)
+        or not isinstance(record.get("skills", []), list)
+        or not isinstance(record.get("original"), str | None)
+        or not all(
+            isinstance(s, dict)
+            and isinstance(s.get("path"), str)
+            and isinstance(s.get("sha256"), str)
+            for s in record.get("skills", [])
+        )
+    ):
+        raise BadInput(f"{path}: not an onstation install record; remove onstation by hand")
+    return record
+
+
+def find_record(harness: str, *, project: str | None, user: bool) -> Path | None:
+    """The record of this install (the current location, else an earlier version's)."""
+    base, relative = settings_target(harness, project=project, user=user)
+    current = record_location(harness, project=project, settings=base / relative)
+    if current.is_file():
+        return current
+    legacy = _legacy_settings(harness, project=project, user=user).parent / RECORD
+    return legacy if legacy.is_file() else None
+
+
+def load_install(harness: str, *, project: str | None, user: bool) -> dict[str, Any] | None:
+    """The install record of ``harness`` for this project (or the user), or None."""
+    path = find_record(harness, project=project, user=user)
+    return None if path is None else {**_load_record(path), "record": str(path)}
+
+
+# -- install --------------------------------------------------------------------------------
+
+
+class _Install:
+    """Everything an install writes, computed and checked before the first write."""
+
+    def __init__(self) -> None:
+        self.base = Path(".")
+        self.relative = Path(".")
+        self.data: dict[str, Any] = {}
+        self.skill_files: list[tuple[Path, str]] = []
+        self.record: dict[str, Any] = {}
+        self.record_path = Path(".")
+        self.legacy: tuple[Path, _Removal] | None = None
+        self.gitignore: Path | None = None
 
 
 def _prepare(
@@ -161,25 +426,56 @@ def _prepare(
     node: str | None,
     executable: str | None,
     wrap_statusline: bool,
-) -> tuple[Path, Path, dict[str, Any], list[tuple[Path, str]], dict[str, Any]]:
+) -> _Install:
     """Everything install will write, computed and checked without writing anything."""
     host = _hooked(harness)
-    base, relative = settings_target(harness, project=project, user=user)
-    if project is not None and not base.is_dir():
-        raise BadInput(f"--project: {base} is not a directory")
-    settings_path = base / relative
-    record_path = settings_path.parent / RECORD
-    if record_path.exists():
-        raise Conflict(f"onstation is already installed here ({record_path}); uninstall first")
-    data, raw = _load_json(settings_path)
+    plan = _Install()
+    plan.base, plan.relative = settings_target(harness, project=project, user=user)
+    if project is not None and not plan.base.is_dir():
+        raise BadInput(f"--project: {plan.base} is not a directory")
+    settings_path = plan.base / plan.relative
+    plan.record_path = record_location(harness, project=project, settings=settings_path)
+    if plan.record_path.exists():
+        raise Conflict(f"onstation is already installed here ({plan.record_path}); "
+                       "uninstall first")  # fmt: skip
+    legacy_settings = _legacy_settings(harness, project=project, user=user)
+    legacy_record = legacy_settings.parent / RECORD
+    given: dict[Path, dict[str, Any]] = {}
+    legacy_skills: dict[str, str] = {}
+    warnings: list[str] = []
+    old: dict[str, Any] = {}
+    if legacy_record.is_file():
+        # An earlier version's install: its additions are removed before this one is made.
+        old = _load_record(legacy_record)
+        removal = _plan_removal(old)
+        plan.legacy = (legacy_record, removal)
+        given[removal.settings] = removal.data
+        legacy_skills = {str(p): "" for p in removal.skills}
+        if removal.kept:
+            raise Conflict(f"{removal.kept[0]} (from an earlier install) was edited; move it "
+                           "first")  # fmt: skip
+        warnings.append(f"moved the earlier install out of {removal.settings}")
+    if host is CLAUDE_CODE and project is not None:
+        # The shared project settings are read, never written: a damaged or symlinked file
+        # is refused as before (Claude Code would not read it either).
+        shared = _legacy_settings(harness, project=project, user=False)
+        if shared not in given:
+            given[shared] = _load_json(shared)[0]
+    if settings_path in given:
+        data = given[settings_path]
+        raw = base64.b64decode(old["original"]) if old.get("original") is not None else None
+    else:
+        data, raw = _load_json(settings_path)
     indent = _indent_of(raw)
     exe = executable or onstation_command()
-    events = host.hook_events
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise BadInput(f"{settings_path}: 'hooks' must be an object")
+    already = _onstation_handlers(data, harness)
+    if already:
+        warnings.append(f"{settings_path} already runs {already[0]!r}; it would run twice")
     added: dict[str, dict[str, Any]] = {}
-    for event in events:
+    for event in host.hook_events:
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise BadInput(f"{settings_path}: hooks.{event} must be a list")
@@ -190,29 +486,52 @@ def _prepare(
         added[event] = group
     statusline_before: Any = None
     statusline_added: Any = None
+    wrapped: dict[str, str] | None = None
     if host.installs_statusline:
         statusline_before = data.get("statusLine")
+        if host is CLAUDE_CODE:
+            for other in (p for _, p in claude_layers(project) if p != settings_path):
+                if other.exists() or other in given:
+                    found = _onstation_handlers(_read_layer(other, given), harness)
+                    if found:
+                        warnings.append(f"{other} already runs {found[0]!r}; it would run "
+                                        "twice")  # fmt: skip
+        given_now = {**given, settings_path: {k: v for k, v in data.items()
+                                              if k != "statusLine"}}  # fmt: skip
+        if isinstance(statusline_before, dict):
+            given_now[settings_path]["statusLine"] = statusline_before
+        effect = statusline_in_effect(project, given_now) if host is CLAUDE_CODE else None
+        if effect is not None and effect[0] == "managed settings":
+            warnings.append(f"managed settings ({effect[1]}) set the status line; Claude Code "
+                            "shows that one, not onstation's")  # fmt: skip
+            effect = None
         command = f"{shlex.quote(exe)} statusline"
-        if (
-            wrap_statusline
-            and isinstance(statusline_before, dict)
-            and isinstance(statusline_before.get("command"), str)
-        ):
-            command += f" --wrap {shlex.quote(statusline_before['command'])}"
+        line = effect[2] if effect is not None else statusline_before
+        inner = (_inner_command(line["command"]) if isinstance(line, dict)
+                 and isinstance(line.get("command"), str) else None)  # fmt: skip
+        if wrap_statusline and inner is not None:
+            command += f" --wrap {shlex.quote(inner)}"
+            wrapped = {"from": effect[0] if effect else "settings", "command": inner}
         statusline_added = {"type": "command", "command": command}
-        if isinstance(statusline_before, dict) and "padding" in statusline_before:
-            statusline_added["padding"] = statusline_before["padding"]
+        if isinstance(line, dict) and "padding" in line:
+            statusline_added["padding"] = line["padding"]
         data["statusLine"] = statusline_added
-    skill_files: list[tuple[Path, str]] = []
     if host.installs_skills:
         for name, template in (("onstation-relief", RELIEF_SKILL),
                                ("onstation-coord-respawn", COORD_SKILL)):  # fmt: skip
             target = settings_path.parent / "skills" / name / "SKILL.md"
             # Every target is checked before any is written: a conflict leaves nothing behind.
-            if target.exists():
+            if target.exists() and str(target) not in legacy_skills:
                 raise Conflict(f"{target} exists and is not onstation's; move it first")
-            skill_files.append((target, template.replace("{node}", node or "NODE")))
-    record = {
+            plan.skill_files.append((target, template.replace("{node}", node or "NODE")))
+    ignore = Path(project or ".") / RECORD_DIR / ".gitignore"
+    if project is not None and not ignore.exists():
+        plan.gitignore = ignore
+    elif project is not None and "install-*.json" not in ignore.read_text(errors="replace"):
+        warnings.append(f"{ignore} does not ignore install-*.json: keep the record uncommitted")
+    plan.data = data
+    plan.record = {
+        "version": 2,
         "harness": harness,
         "settings": str(settings_path),
         "original": None if raw is None else base64.b64encode(raw).decode("ascii"),
@@ -220,13 +539,26 @@ def _prepare(
         "added_hooks": added,
         "statusline_before": statusline_before,
         "statusline_added": statusline_added,
+        "statusline_wrapped": wrapped,
         "skills": [
             {"path": str(target), "sha256": hashlib.sha256(text.encode()).hexdigest()}
-            for target, text in skill_files
+            for target, text in plan.skill_files
         ],
         "node": node,
+        "executable": exe,
+        "gitignore": None if plan.gitignore is None else str(plan.gitignore),
+        "warnings": warnings,
     }
-    return base, relative, data, skill_files, record
+    if host is CODEX:
+        from onstation.harness import codex_trust
+
+        expected = codex_trust.expected_trust(settings_path, {e: hooks[e] for e in added},
+                                              f" hook {harness} ")  # fmt: skip
+        config, _problem = codex_trust.read_config()
+        trusted_project = None if project is None else codex_trust.project_trusted(config, project)
+        plan.record["codex_trust"] = expected
+        plan.record["next_steps"] = codex_trust.what_to_do(project, trusted_project)
+    return plan
 
 
 def check_install(harness: str, *, project: str | None, user: bool) -> None:
@@ -245,100 +577,42 @@ def install(
     wrap_statusline: bool = True,
 ) -> dict[str, Any]:
     """Merge onstation into the harness settings; return the install record."""
-    base, relative, data, skill_files, record = _prepare(
+    plan = _prepare(
         harness, project=project, user=user, node=node, executable=executable,
         wrap_statusline=wrap_statusline,
     )  # fmt: skip
-    settings_dir = (base / relative).parent
-    for target, text in skill_files:
+    if plan.legacy is not None:
+        legacy_record, removal = plan.legacy
+        removal.apply()
+        legacy_record.unlink()
+    settings_dir = (plan.base / plan.relative).parent
+    for target, text in plan.skill_files:
         _write(settings_dir, target.relative_to(settings_dir), text)
-    _write(base, relative, _dump(data, int(record["indent"])))
-    _write(settings_dir, Path(RECORD), json.dumps(record, indent=2) + "\n")
-    return record
-
-
-def _load_record(path: Path) -> dict[str, Any]:
-    """The install record, checked for the shape uninstall relies on."""
-    raw = read_bounded(path, MAX_DOCUMENT_BYTES, "install record", follow_symlinks=False)
-    try:
-        record = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError) as exc:
-        raise BadInput(f"{path}: not valid JSON ({exc}); remove onstation by hand") from exc
-    if (
-        not isinstance(record, dict)
-        or not isinstance(record.get("added_hooks", {}), dict)
-        or not isinstance(record.get("skills", []), list)
-        or not isinstance(record.get("original"), str | None)
-        or not all(
-            isinstance(s, dict)
-            and isinstance(s.get("path"), str)
-            and isinstance(s.get("sha256"), str)
-            for s in record.get("skills", [])
-        )
-    ):
-        raise BadInput(f"{path}: not an onstation install record; remove onstation by hand")
-    return record
+    _write(plan.base, plan.relative, _dump(plan.data, int(plan.record["indent"])))
+    if plan.gitignore is not None:
+        _write(plan.gitignore.parent, Path(plan.gitignore.name), GITIGNORE)
+    _write(plan.record_path.parent, Path(plan.record_path.name),
+           json.dumps(plan.record, indent=2) + "\n")  # fmt: skip
+    return {**plan.record, "record": str(plan.record_path)}
 
 
 def uninstall(harness: str, *, project: str | None, user: bool) -> dict[str, Any]:
     """Remove exactly what install added; return what was removed."""
-    base, relative = settings_target(harness, project=project, user=user)
-    settings_path = base / relative
-    record_path = settings_path.parent / RECORD
-    if not record_path.is_file():
-        raise BadInput(f"onstation is not installed here (no {record_path})")
+    record_path = find_record(harness, project=project, user=user)
+    if record_path is None:
+        base, relative = settings_target(harness, project=project, user=user)
+        where = record_location(harness, project=project, settings=base / relative)
+        raise BadInput(f"onstation is not installed here (no {where})")
     record = _load_record(record_path)
-    data, _raw = _load_json(settings_path)
-    hooks = data.get("hooks")
-    removed = 0
-    if isinstance(hooks, dict):
-        for event, group in record.get("added_hooks", {}).items():
-            groups = hooks.get(event)
-            if isinstance(groups, list) and group in groups:
-                groups.remove(group)
-                removed += 1
-                if not groups:
-                    del hooks[event]
-        if not hooks:
-            del data["hooks"]
+    removal = _plan_removal(record)
+    removal.apply()
+    gitignore = record.get("gitignore")
     if (
-        record.get("statusline_added") is not None
-        and data.get("statusLine") == record["statusline_added"]
+        isinstance(gitignore, str)
+        and Path(gitignore).is_file()
+        and Path(gitignore).read_text(encoding="utf-8", errors="replace") == GITIGNORE
     ):
-        if record.get("statusline_before") is None:
-            data.pop("statusLine", None)
-        else:
-            data["statusLine"] = record["statusline_before"]
-    original = record.get("original")
-    if original is not None:
-        original_bytes = base64.b64decode(original)
-        before = json.loads(original_bytes.decode("utf-8")) if original_bytes.strip() else {}
-        text = (
-            original_bytes.decode("utf-8")
-            if before == data
-            else _dump(data, int(record.get("indent", 2)))
-        )
-        _write(base, relative, text)
-    elif data:
-        _write(base, relative, _dump(data, int(record.get("indent", 2))))
-    elif settings_path.exists():
-        settings_path.unlink()
-    kept: list[str] = []
-    for skill in record.get("skills", []):
-        path = Path(skill["path"])
-        if path.is_file() and not path.is_symlink():
-            try:
-                content = read_bounded(path, MAX_DOCUMENT_BYTES, "skill", follow_symlinks=False)
-            except BadInput:
-                content = b""  # not what install wrote (too large, swapped): keep it
-            if content and hashlib.sha256(content).hexdigest() == skill["sha256"]:
-                path.unlink()
-                try:
-                    path.parent.rmdir()
-                    path.parent.parent.rmdir()  # the skills folder, if now empty
-                except OSError:
-                    pass
-            else:
-                kept.append(str(path))
+        Path(gitignore).unlink()
     record_path.unlink()
-    return {"settings": str(settings_path), "hooks_removed": removed, "skills_kept": kept}
+    return {"settings": str(removal.settings), "hooks_removed": removal.removed,
+            "skills_kept": removal.kept, "record": str(record_path)}  # fmt: skip

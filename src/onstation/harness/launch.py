@@ -10,6 +10,15 @@ enter. The prompt never goes on the command line, where every local user could r
 ``/proc/PID/cmdline``: ``claude -p`` and ``codex exec -`` read it on stdin (that file), a
 command template gets the file's path. Flags that a harness forgets on resume are given
 again on every launch.
+
+A successor that cannot run its challenge command never reaches RUNNING, so each host is
+launched with exactly what that command needs and no more (docs/relief.md, "Launch flags"):
+``claude -p`` gets a private ``--settings`` file whose ``permissions.allow`` holds the exact
+challenge command and the tools the capsule grants (a print-mode session cannot ask for
+permission); ``codex exec`` runs in the ``workspace-write`` sandbox with the ledger's
+directory as an extra writable root (``--add-dir``), and with network access in the sandbox
+only for a PostgreSQL ledger. The command shown to the successor is absolute
+(:func:`onstation_argv`) and shell-quoted as a whole (:func:`challenge_command`).
 """
 
 from __future__ import annotations
@@ -17,18 +26,24 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import shlex
+import shutil
 import stat
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from onstation.core.errors import BadInput
 from onstation.harness.adapters import ADAPTERS, CLAUDE_CODE, CODEX, FAKE, HarnessAdapter, find
 from onstation.harness.witness import MARKER_ENV
+
+#: A bare tool name (``Read``, ``Bash``) or an MCP tool (``mcp__server__tool``): the only
+#: capsule tool names turned into Claude Code allow rules (anything else would be a pattern).
+_TOOL_NAME = re.compile(r"(?:[A-Z][A-Za-z0-9]*|mcp__[A-Za-z0-9_-]+)")
 
 #: Launch modes that are no harness of their own: a command template, and the next
 #: interactive session started in the workspace.
@@ -55,6 +70,10 @@ class LaunchSpec:
     env: dict[str, str] = field(default_factory=dict)
     # A native resume: the provider session continues (its transcript grows on).
     resume_transcript: str | None = None
+    #: The tool names the capsule grants (its ``capabilityRequirements`` of kind ``tool``).
+    tools: tuple[str, ...] = ()
+    #: The URL of the ledger the relief wrote (the one the successor's answer must reach).
+    ledger: str | None = None
 
 
 @dataclass(frozen=True)
@@ -118,9 +137,45 @@ def _program(host: HarnessAdapter) -> str:
     return host.program
 
 
-def _onstation() -> str:
+def onstation_argv() -> list[str]:
+    """The absolute command that runs this onstation: the console script beside the running
+    interpreter, else the one on PATH (resolved), else this interpreter running the entry
+    module. Never a bare ``onstation`` a successor's shell might not find."""
     beside = Path(sys.executable).with_name("onstation")
-    return str(beside) if beside.exists() else "onstation"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return [str(beside)]
+    found = shutil.which("onstation")
+    if found:
+        return [os.path.realpath(found)]
+    return [sys.executable, "-m", "onstation.cli.entry"]
+
+
+def challenge_command(
+    node: str, generation: int, challenge: dict[str, Any], onstation: list[str] | None = None
+) -> str:
+    """The one shell command a successor runs to answer its challenge, quoted as a whole
+    (:func:`shlex.join`): any path or value, a ``'`` or a space included, stays one word."""
+    words = [*(onstation if onstation is not None else onstation_argv()), "challenge", "answer",
+             node, "--generation", str(generation), "--echo",
+             json.dumps(challenge, sort_keys=True)]  # fmt: skip
+    return shlex.join(words)
+
+
+def heartbeat_command(node: str, generation: int, onstation: list[str] | None = None) -> str:
+    """The heartbeat a successor runs when no hook of its host renews its lease (Codex)."""
+    words = [*(onstation if onstation is not None else onstation_argv()), "lease", "renew",
+             node, "--generation", str(generation)]  # fmt: skip
+    return shlex.join(words)
+
+
+def ledger_target(spec: LaunchSpec) -> tuple[str, str]:
+    """(dialect, target) of the ledger the successor writes: the relief's own, else
+    ``--db``, else ``ONSTATION_DB``, else the default file; a SQLite path made absolute."""
+    from onstation.ledger.urls import default_sqlite_file, parse_url
+
+    url = spec.ledger or spec.db or os.environ.get("ONSTATION_DB") or default_sqlite_file()
+    dialect, target = parse_url(url)
+    return dialect, (os.path.abspath(target) if dialect == "sqlite" else target)
 
 
 class Launcher:
@@ -134,9 +189,17 @@ class Launcher:
     #: The successor reads its prompt on stdin (the prompt file); otherwise stdin is empty.
     prompt_on_stdin = False
 
+    #: The successor's host renews its lease through no hook of a launched session, so its
+    #: prompt names the heartbeat command too (see :class:`CodexLauncher`).
+    heartbeat_by_command = False
+
     def argv(self, spec: LaunchSpec, prompt_path: str) -> list[str]:  # pragma: no cover
         """The successor's command line. Never the prompt itself: argv is world-readable."""
         raise NotImplementedError
+
+    def private_files(self, spec: LaunchSpec, prompt_path: str) -> dict[str, str]:
+        """Files (name -> text) written 0600 beside the prompt before :meth:`argv` runs."""
+        return {}
 
     def launch(self, spec: LaunchSpec) -> LaunchedBody:
         """Start the successor in its workspace, detached from our terminal."""
@@ -160,8 +223,13 @@ class Launcher:
             MARKER_ENV: marker,
         }
         if spec.db is not None:
-            env["ONSTATION_DB"] = spec.db
+            # The successor runs in its workspace: a relative SQLite path would name another
+            # file there.
+            dialect, target = ledger_target(replace(spec, ledger=spec.db))
+            env["ONSTATION_DB"] = target if dialect == "sqlite" else spec.db
         try:
+            for name, text in self.private_files(spec, str(prompt_path)).items():
+                os.close(_write_private(logs / name, text))
             argv = self.argv(spec, str(prompt_path))
             stdin: int = prompt_fd if self.prompt_on_stdin else subprocess.DEVNULL
             # The log holds the successor's answers, which may quote the prompt: owner only.
@@ -195,14 +263,21 @@ class FakeLauncher(Launcher):
 
     def argv(self, spec: LaunchSpec, prompt_path: str) -> list[str]:
         resume = ["--transcript", spec.resume_transcript] if spec.resume_transcript else []
-        return [_onstation(), "fake-agent", "--workspace", spec.workspace, "--node", spec.node,
+        return [*onstation_argv(), "fake-agent", "--workspace", spec.workspace, "--node", spec.node,
                 "--session-id", spec.session_id, *resume, *spec.extra_args]  # fmt: skip
 
 
 class ClaudeLauncher(Launcher):
     """``claude -p`` with the successor prompt on stdin, the session id recorded, flags
     repeated. Without a prompt argument ``claude -p`` takes its prompt from stdin (see
-    docs/relief.md, Launchers)."""
+    docs/relief.md, Launchers).
+
+    A print-mode session cannot ask for permission, so what it may run is said up front, in
+    a ``--settings`` file written 0600 beside the prompt (argv is world-readable and the
+    challenge holds its nonce): ``permissions.allow`` lists ``Bash(<the exact challenge
+    command>)`` and the bare tool names the capsule grants, and ``--permission-mode dontAsk``
+    denies the rest instead of waiting for an answer nobody gives.
+    """
 
     #: The ``--harness`` name that selects this launcher (recorded for the next relief).
     name = CLAUDE_CODE.name
@@ -213,31 +288,79 @@ class ClaudeLauncher(Launcher):
     def __init__(self, model: str | None = None) -> None:
         self.model = model
 
+    @staticmethod
+    def settings_name(spec: LaunchSpec) -> str:
+        return f"{spec.node}-g{spec.generation}-settings.json"
+
+    def allow_rules(self, spec: LaunchSpec) -> list[str]:
+        """The permission rules the successor runs under: the challenge command exactly, then
+        the tools the capsule grants (bare names only: never a wider pattern)."""
+        command = challenge_command(spec.node, spec.generation, spec.challenge)
+        if "*" in command:
+            # In a Bash rule "*" is a wildcard (code.claude.com/docs/en/permissions): the
+            # rule would allow more than this one command.
+            raise BadInput(
+                "the challenge command holds '*', which a Claude Code permission rule reads "
+                "as a wildcard; move the workspace to a path without '*'"
+            )
+        rules = [f"Bash({command})"]
+        rules += [t for t in dict.fromkeys(spec.tools) if _TOOL_NAME.fullmatch(t)]
+        return rules
+
+    def private_files(self, spec: LaunchSpec, prompt_path: str) -> dict[str, str]:
+        settings = {"permissions": {"allow": self.allow_rules(spec)}}
+        return {self.settings_name(spec): json.dumps(settings, indent=2) + "\n"}
+
     def argv(self, spec: LaunchSpec, prompt_path: str) -> list[str]:
         # A native resume continues the provider session; otherwise a fresh one is created
         # under the id onstation chose (and recorded).
         session = ["--resume", spec.session_id] if spec.resume_transcript else [
             "--session-id", spec.session_id]  # fmt: skip
-        argv = [_program(CLAUDE_CODE), "-p", *session, "--output-format", "json"]
+        settings = str(Path(prompt_path).with_name(self.settings_name(spec)))
+        argv = [_program(CLAUDE_CODE), "-p", *session, "--output-format", "json",
+                "--permission-mode", "dontAsk", "--settings", settings]  # fmt: skip
         if self.model:
             argv += ["--model", self.model]
         return argv + list(spec.extra_args)
 
 
 class CodexLauncher(Launcher):
-    """``codex exec`` in the workspace, the prompt on stdin (``-``), the flags given again."""
+    """``codex exec`` in the workspace, the prompt on stdin (``-``), the flags given again.
+
+    ``codex exec`` runs commands in a read-only sandbox by default, where the challenge
+    answer cannot write the ledger: it runs in ``--sandbox workspace-write``, with the
+    SQLite ledger's directory as an extra writable root (``--add-dir``) when it lies outside
+    the workspace, and with ``sandbox_workspace_write.network_access=true`` only for a
+    PostgreSQL ledger (the sandbox blocks the network otherwise). Outside a git repository
+    ``--skip-git-repo-check`` is added (Codex refuses to run there without it). Codex chooses
+    its own session id, which no launched session is bound to, so the prompt names the
+    heartbeat command as well (:attr:`heartbeat_by_command`).
+    """
 
     #: The ``--harness`` name that selects this launcher (recorded for the next relief).
     name = CODEX.name
     harness = CODEX.plan_harness
     execution_class = "real-provider"
     prompt_on_stdin = True
+    heartbeat_by_command = True
 
     def __init__(self, model: str | None = None) -> None:
         self.model = model
 
     def argv(self, spec: LaunchSpec, prompt_path: str) -> list[str]:
-        argv = [_program(CODEX), "exec", "--json", "-C", spec.workspace]
+        argv = [_program(CODEX), "exec", "--json", "-C", spec.workspace,
+                "--sandbox", "workspace-write"]  # fmt: skip
+        dialect, target = ledger_target(spec)
+        if dialect == "sqlite":
+            # SQLite writes its -wal, -shm and journal files beside the ledger: the directory.
+            root = os.path.dirname(target)
+            workspace = os.path.realpath(spec.workspace)
+            if os.path.commonpath([os.path.realpath(root), workspace]) != workspace:
+                argv += ["--add-dir", root]
+        else:
+            argv += ["-c", "sandbox_workspace_write.network_access=true"]
+        if spec.challenge.get("worktree_head") == "none":
+            argv.append("--skip-git-repo-check")
         if self.model:
             argv += ["-m", self.model]
         # "-": the prompt is read from stdin (codex-rs/exec/src/cli.rs, PROMPT).

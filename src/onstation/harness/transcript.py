@@ -53,7 +53,7 @@ _loads: Callable[[bytes], Any] = json.loads
 
 _FIELD_ORDER: Final = (
     "format", "offset", "dev", "ino", "size", "anchor", "usage_tokens", "usage_window", "model",
-    "compacted", "post_tokens", "message_id", "request_id",
+    "compacted", "post_tokens", "message_id", "request_id", "rejected",
 )  # fmt: skip
 
 
@@ -66,7 +66,8 @@ class TranscriptCursor(FrozenRecord):
     event before ``offset``: a usage (``usage_tokens``, ``usage_window`` when the file
     declares one, ``model``, ``message_id``/``request_id`` of the counted line, so streaming
     repeats of one API call replace it), or a compaction boundary after it (``compacted``,
-    with ``post_tokens`` when recorded). Immutable; serialize with :meth:`to_json`.
+    with ``post_tokens`` when recorded), or an impossible record (``rejected``: why; the
+    reading is then unknown, never the figure). Immutable; serialize with :meth:`to_json`.
     """
 
     __slots__ = _FIELD_ORDER
@@ -84,6 +85,7 @@ class TranscriptCursor(FrozenRecord):
     post_tokens: int | None
     message_id: str | None
     request_id: str | None
+    rejected: str | None
 
     def __init__(
         self,
@@ -100,9 +102,10 @@ class TranscriptCursor(FrozenRecord):
         post_tokens: int | None = None,
         message_id: str | None = None,
         request_id: str | None = None,
+        rejected: str | None = None,
     ) -> None:
         values = (format, offset, dev, ino, size, anchor, usage_tokens, usage_window, model,
-                  compacted, post_tokens, message_id, request_id)  # fmt: skip
+                  compacted, post_tokens, message_id, request_id, rejected)  # fmt: skip
         self._set(**dict(zip(_FIELD_ORDER, values, strict=True)))
 
     def to_json(self) -> dict[str, Any]:
@@ -149,16 +152,19 @@ _CURSOR_FIELDS: Final[dict[str, tuple[type, ...]]] = {
     "post_tokens": (int, _NONE),
     "message_id": (str, _NONE),
     "request_id": (str, _NONE),
+    "rejected": (str, _NONE),
 }
 _DEFAULTS: Final[dict[str, Any]] = TranscriptCursor().as_dict()
 
 
 class Event:
-    """A decisive line: a usage (``tokens``) or a compaction boundary (``boundary``)."""
+    """A decisive line: a usage (``tokens``), a compaction boundary (``boundary``), or a
+    usage record whose figures are impossible (``rejected``: why)."""
 
     # A plain slotted class, not a dataclass: building dataclasses costs import time on
     # the hook hot path, and this one is internal.
-    __slots__ = ("boundary", "message_id", "model", "post_tokens", "request_id", "tokens", "window")
+    __slots__ = ("boundary", "message_id", "model", "post_tokens", "rejected", "request_id",
+                 "tokens", "window")  # fmt: skip
 
     def __init__(
         self,
@@ -170,8 +176,10 @@ class Event:
         message_id: str | None = None,
         request_id: str | None = None,
         post_tokens: int | None = None,
+        rejected: str | None = None,
     ) -> None:
         self.boundary = boundary
+        self.rejected = rejected
         self.tokens = tokens
         self.window = window
         self.model = model
@@ -421,6 +429,10 @@ def _from_event(event: Event) -> TranscriptCursor:
         # so an incremental read and a fresh read of the same bytes always agree; callers
         # pass ``model`` / ``declared_window`` for the window.
         return TranscriptCursor(compacted=True, post_tokens=event.post_tokens)
+    if event.rejected is not None:
+        # An impossible record (a Codex estimate around a compaction): the fill is unknown
+        # until the next credible usage, never the figure it shows.
+        return TranscriptCursor(rejected=event.rejected, model=event.model)
     return TranscriptCursor(
         usage_tokens=event.tokens,
         usage_window=event.window,
@@ -438,8 +450,10 @@ def reading_from_cursor(
     usage_source: str,
     file_window_first: bool,
 ) -> FillReading | None:
-    """The fill a cursor's state stands for, or None (no usage yet, or compacted without
-    ``postTokens``)."""
+    """The fill a cursor's state stands for, or None (no usage yet, compacted without
+    ``postTokens``, or an impossible record rejected)."""
+    if cursor.rejected is not None:
+        return None
     if cursor.compacted:
         used = cursor.post_tokens
         source = SOURCE_TRANSCRIPT_POST_COMPACTION
@@ -469,6 +483,21 @@ def _window(
     # The caller's model name may carry a [1m] marker the API model id in the file lacks.
     windows = [model_window(name) for name in (model, cursor.model) if name]
     return max(windows, default=DEFAULT_WINDOW)
+
+
+def compaction_seen(old: TranscriptCursor | None, new: TranscriptCursor) -> bool:
+    """Whether reading up to ``new`` met a compaction the state in ``old`` had not: the
+    transcript's boundary (Claude Code ``system/compact_boundary``, a Codex ``compacted``
+    record) after the last usage. The ledger starts a new context epoch once per compaction
+    however many signals report it."""
+    return new.compacted and (old is None or not old.compacted)
+
+
+def rejection_seen(old: TranscriptCursor | None, new: TranscriptCursor) -> str | None:
+    """Why the newest record was rejected as impossible, when ``old`` did not already say so."""
+    if new.rejected is None or (old is not None and old.rejected == new.rejected):
+        return None
+    return new.rejected
 
 
 def read_fill(

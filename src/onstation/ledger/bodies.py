@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,6 +28,9 @@ from onstation.ledger.fastpath import WORKSPACE_BINDINGS, closest_binding, works
 
 #: Harness sessions sit idle for hours between prompts; a long lease renewed by every hook.
 SESSION_LEASE_TTL = timedelta(hours=12)
+
+#: Reading sources that describe a context right after a compaction (no usage yet).
+_POST_COMPACTION = ("transcript.post_compaction",)
 
 #: The holder of a successor lease that waits for the next interactive session to take it.
 INTERACTIVE_HOLDER = "interactive successor (waiting for a session)"
@@ -50,6 +54,10 @@ class BodySession(Record):
     transcript_path: str | None = None
     #: What the body runs under: {"harness": ...} and, for a launched body, its launch options.
     launcher: dict[str, Any] | None = None
+    #: The context window the host declared for this body (tokens), once it has.
+    context_window: int | None = None
+    #: The body's context epoch: 0, then one more at each compaction.
+    context_epoch: int = 0
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,21 @@ class Admission(Record):
     fenced: bool
     holder: str | None
     reason: str
+
+
+#: SessionStart sources with which a host says a new session id continues the conversation of
+#: the same process (Claude Code: ``resume``, ``clear``, ``compact``, ``fork``; Codex:
+#: ``resume``, ``clear``, ``compact``): see docs/hosts.md.
+CONTINUING_SOURCES = frozenset({"resume", "clear", "compact", "fork"})
+
+#: The facts that make two process witnesses the same process (see onstation.harness.witness).
+_PROCESS_IDENTITY = ("host", "boot_id", "pid", "start_ticks", "start_clock")
+
+
+def same_process(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two process witnesses (as JSON) name one process: host, boot, pid and start
+    time agree (the executable may differ after an exec; the nonce is per observation)."""
+    return all(a.get(k) == b.get(k) for k in _PROCESS_IDENTITY) and a.get("pid") is not None
 
 
 def holder_for(harness: str, session_id: str) -> str:
@@ -83,6 +106,8 @@ def _session(row: Row) -> BodySession:
         telemetry_cursor=None if row[10] is None else json.loads(row[10]),
         transcript_path=row[11],
         launcher=None if row[12] is None else json.loads(row[12]),
+        context_window=None if row[13] is None else int(row[13]),
+        context_epoch=int(row[14] or 0),
     )
 
 
@@ -169,6 +194,9 @@ class HarnessLedger(Correspondence):
         workspace: str | None,
         ttl: timedelta = SESSION_LEASE_TTL,
         launcher: dict[str, Any] | None = None,
+        host: Callable[[], dict[str, Any] | None] | None = None,
+        source: str | None = None,
+        host_gone: Callable[[dict[str, Any]], str | None] | None = None,
     ) -> Admission:
         """Admit the session as the node's body if it has no live body; else refuse it.
 
@@ -179,6 +207,21 @@ class HarnessLedger(Correspondence):
         admitted it is bound to its generation forever: after a fence it is a stale body and
         is never admitted again. A refused session is re-judged on each call, so it is
         admitted once the live body is gone (fenced, released or expired).
+
+        A body is a host process, not a session id: ``host`` (called at most once, only for
+        a session the ledger has not seen) gives a witness of the host process the hook runs
+        for (:func:`onstation.harness.witness.host_process`, as JSON; None when it cannot be
+        seen), recorded with each admitted session. A new session whose ``source`` says it
+        continues a conversation (:data:`CONTINUING_SOURCES`: the host's SessionStart after
+        /clear, /resume, a compaction or a fork) in the same host process as a session of
+        the live lease continues that body: same lease, same generation, recorded as
+        ``session.continued``. Anything else with another session id is a second body and
+        is refused while the live one lasts, unless ``host_gone`` (asked of each host witness
+        of the live lease's sessions) says every one of those processes is gone: then the
+        previous body cannot act again (a crash, or a host that exits without a SessionEnd),
+        its generation is fenced and the newcomer admitted under the next, in this same
+        transaction, recorded as ``session.previous_body_gone``. A witness that cannot be
+        checked (another host, another boot) never counts as gone.
         """
         _validate_session_id(session_id)
         validate_name(harness, "harness")
@@ -219,7 +262,63 @@ class HarnessLedger(Correspondence):
                     {"harness": "interactive"},
                 )  # fmt: skip
                 return Admission(bound, True, False, holder, "admitted as the successor")
+            seen: dict[str, Any] | None = None
+            if known is None and host is not None:
+                seen = host()
+            stale = self._fenced_host_session(tx, node, current.generation, seen, source)
+            if stale is not None:
+                # The process of a fenced body started a new session id (/clear, /resume):
+                # it is still that body, and that body never acts again.
+                old_id, old_generation, old_lease = stale
+                bound = self._record_session_in(
+                    tx, now, session_id, harness, node, old_generation, old_lease, "ADMITTED",
+                    workspace, record,
+                )  # fmt: skip
+                self._record_host(tx, now, session_id, node, old_lease, seen, old_id, source)
+                self.ledger._event(tx, now, node=node, kind="session.continued",
+                                   generation=old_generation, actor=holder,
+                                   session_id=session_id, continues=old_id, source=source,
+                                   fenced=True)  # fmt: skip
+                return Admission(bound, False, True, None, "fenced: generation superseded")
             if live is not None and live[2] != holder:
+                continued = self._same_host_session(tx, live[0], seen, source)
+                if continued is not None:
+                    tx.run(self._q("session_lease_holder_set"), (holder, live[0]))
+                    bound = self._record_session_in(
+                        tx, now, session_id, harness, node, live[1], live[0], "ADMITTED",
+                        workspace, record,
+                    )  # fmt: skip
+                    self._record_host(tx, now, session_id, node, live[0], seen, continued, source)
+                    self.ledger._event(tx, now, node=node, kind="session.continued",
+                                       generation=live[1], actor=holder, session_id=session_id,
+                                       continues=continued, source=source,
+                                       lease_id=live[0])  # fmt: skip
+                    return Admission(
+                        bound, True, False, holder,
+                        f"admitted: continues the body of session {continued} in the same "
+                        f"host process ({source})",
+                    )  # fmt: skip
+                gone = self._previous_body_gone(tx, live[0], host_gone)
+                if gone is not None:
+                    self.ledger._event(tx, now, node=node, kind="session.previous_body_gone",
+                                       generation=live[1], actor=holder, session_id=session_id,
+                                       previous_holder=live[2], lease_id=live[0],
+                                       evidence=gone)  # fmt: skip
+                    generation = self.ledger._fence_in(
+                        tx, now, node, live[1], holder,
+                        "new session; the previous body's host process is gone",
+                    ).generation  # fmt: skip
+                    lease = self.ledger._acquire_in(tx, now, node, holder, ttl, generation, holder)
+                    admitted = self._record_session_in(
+                        tx, now, session_id, harness, node, lease.generation, lease.lease_id,
+                        "ADMITTED", workspace, record,
+                    )  # fmt: skip
+                    self._record_host(tx, now, session_id, node, lease.lease_id, seen, None,
+                                      source)  # fmt: skip
+                    return Admission(
+                        admitted, True, False, holder,
+                        "admitted: the previous body's host process is gone",
+                    )  # fmt: skip
                 refused = self._record_session_in(
                     tx, now, session_id, harness, node, current.generation, None, "REFUSED",
                     workspace, None,
@@ -247,9 +346,80 @@ class HarnessLedger(Correspondence):
                 tx, now, session_id, harness, node, generation, lease_id, "ADMITTED", workspace,
                 record,
             )  # fmt: skip
+            self._record_host(tx, now, session_id, node, lease_id, seen, None, source)
             return Admission(admitted, True, False, holder, "admitted")
 
         return self.ledger._write(body)
+
+    def _same_host_session(
+        self, tx: Tx, lease_id: int, seen: dict[str, Any] | None, source: str | None
+    ) -> str | None:
+        """The session of lease ``lease_id`` whose host process is ``seen``, when ``source``
+        says the new session continues a conversation; None otherwise."""
+        if seen is None or source not in CONTINUING_SOURCES:
+            return None
+        for session_id, witness in tx.all(self._q("body_hosts_of_lease"), (lease_id,)):
+            if same_process(json.loads(witness), seen):
+                return str(session_id)
+        return None
+
+    def _fenced_host_session(
+        self,
+        tx: Tx,
+        node: str,
+        generation: int,
+        seen: dict[str, Any] | None,
+        source: str | None,
+    ) -> tuple[str, int, int | None] | None:
+        """(session, generation, lease) of a fenced body whose host process is ``seen``, when
+        ``source`` says the new session continues a conversation of that process."""
+        if seen is None or source not in CONTINUING_SOURCES:
+            return None
+        for session_id, witness, old_generation, lease_id in tx.all(
+            self._q("body_hosts_of_node"), (node,)
+        ):
+            if same_process(json.loads(witness), seen):
+                if int(old_generation) == generation:
+                    return None  # the current generation's process: a continuation, or refused
+                return (str(session_id), int(old_generation),
+                        None if lease_id is None else int(lease_id))  # fmt: skip
+        return None
+
+    def _previous_body_gone(
+        self,
+        tx: Tx,
+        lease_id: int,
+        host_gone: Callable[[dict[str, Any]], str | None] | None,
+    ) -> list[dict[str, Any]] | None:
+        """Evidence that every host process of lease ``lease_id`` is gone (one entry per
+        session: its id and why), or None when any may live or none was witnessed."""
+        if host_gone is None:
+            return None
+        rows = tx.all(self._q("body_hosts_of_lease"), (lease_id,))
+        evidence: list[dict[str, Any]] = []
+        for session_id, witness in rows:
+            why = host_gone(json.loads(witness))
+            if why is None:
+                return None
+            evidence.append({"session_id": str(session_id), "why": why})
+        return evidence or None
+
+    def _record_host(
+        self,
+        tx: Tx,
+        now: int,
+        session_id: str,
+        node: str,
+        lease_id: int | None,
+        seen: dict[str, Any] | None,
+        continued: str | None,
+        source: str | None,
+    ) -> None:
+        if seen is None:
+            return
+        tx.run(self._q("body_host_insert"),
+               (session_id, node, lease_id, json.dumps(seen, sort_keys=True), continued, source,
+                now))  # fmt: skip
 
     def _live_lease_in(self, tx: Tx, now: int, node: str) -> tuple[int, int, str | None] | None:
         """(lease id, generation, holder) of the node's live, unexpired lease."""
@@ -416,33 +586,35 @@ class HarnessLedger(Correspondence):
         supervised: bool = True,
         tier_message: tuple[str, str] | None = None,
     ) -> bool:
-        """Store the body's latest fill; True when this tier is new for this body.
+        """Store the body's latest fill; True when this tier is new for this body's context.
 
-        A tier is recorded once per body: the first time the body reports it, as an event
-        carrying the generation that reported it. ``tier_message`` (kind, text) is what the
-        body must hear on a new tier; it is queued for this body's generation in the same
-        transaction as the tier, so a crash cannot keep the tier and lose the request.
+        A tier is recorded once per body and context epoch: the first time the body reports
+        it since its last compaction, as an event carrying the generation that reported it.
+        ``tier_message`` (kind, text) is what the body must hear on a new tier; it is queued
+        for this body's generation in the same transaction as the tier, so a crash cannot
+        keep the tier and lose the request.
         """
 
         def body(tx: Tx, now: int) -> bool:
+            epoch = self._epoch_in(tx, session.session_id)
             tx.run(self._q("telemetry_delete"), (session.session_id,))
             tx.run(
                 self._q("telemetry_insert"),
                 (session.session_id, session.node, session.generation, percent, used_tokens,
-                 window_tokens, source, model, tier, now),
+                 window_tokens, source, model, tier, now, epoch),
             )  # fmt: skip
-            seen = tx.one(self._q("tier_mark_seen"), (session.session_id, tier))
+            seen = tx.one(self._q("tier_mark_seen"), (session.session_id, epoch, tier))
             if seen is not None:
                 return False
             tx.run(
                 self._q("tier_mark_insert"),
-                (session.session_id, tier, session.generation, percent, now),
+                (session.session_id, tier, session.generation, percent, now, epoch),
             )
             self.ledger._event(tx, now, node=session.node, kind="hull.tier",
                                generation=session.generation,
                                actor=holder_for(session.harness, session.session_id),
                                tier=tier, percent=round(percent, 2), source=source,
-                               session_id=session.session_id,
+                               session_id=session.session_id, epoch=epoch,
                                supervised=supervised)  # fmt: skip
             if tier_message is not None:
                 kind, text = tier_message
@@ -452,6 +624,76 @@ class HarnessLedger(Correspondence):
                                      sender_generation=None)  # fmt: skip
                 if kind.startswith("relief."):
                     tx.run(self._q("session_flag_relief_requested"), (now, session.session_id))
+            return True
+
+        return self.ledger._write(body)
+
+    def _epoch_in(self, tx: Tx, session_id: str) -> int:
+        row = tx.one(self._q("session_context_epoch"), (session_id,))
+        return 0 if row is None else int(row[0] or 0)
+
+    def set_context_window(self, session_id: str, window: int) -> None:
+        """Remember the context window the host declared for a body (status line
+        ``context_window_size``, Codex ``model_context_window``); every later reading of the
+        body is taken against it."""
+        if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
+            raise BadInput(f"context_window: must be a positive integer, got {window!r}")
+        self.ledger._write(
+            lambda tx, _now: tx.run(
+                self._q("session_context_window_set"), (window, session_id, window)
+            )
+        )
+
+    def start_epoch(self, session: BodySession, *, signal: str) -> int | None:
+        """A compaction of the body's context: start its next context epoch and return it.
+
+        The reading resets (the latest one is dropped: unknown until the next usage, or the
+        post-compaction figure the caller records next) and the tier marks re-arm. Hosts
+        report one compaction through several signals (PreCompact/PostCompact hooks, a
+        SessionStart with source ``compact``, the transcript's boundary, the status line's
+        null usage): only a signal that comes after a usage in the current epoch starts a new
+        one, so one compaction is one epoch. None when no new epoch was started.
+        """
+
+        def body(tx: Tx, now: int) -> int | None:
+            epoch = self._epoch_in(tx, session.session_id)
+            latest = tx.one(self._q("telemetry_of_session"), (session.session_id,))
+            if latest is None or int(latest[0]) != epoch or latest[1] in _POST_COMPACTION:
+                return None
+            tx.run(self._q("session_context_epoch_set"), (epoch + 1, session.session_id, epoch))
+            tx.run(self._q("telemetry_delete"), (session.session_id,))
+            self.ledger._event(tx, now, node=session.node, kind="hull.compacted",
+                               generation=session.generation,
+                               actor=holder_for(session.harness, session.session_id),
+                               session_id=session.session_id, epoch=epoch + 1,
+                               signal=signal)  # fmt: skip
+            return epoch + 1
+
+        return self.ledger._write(body)
+
+    def record_hull_notice(
+        self, session: BodySession, *, kind: str, detail: str, body_wide: bool = False,
+        **fields: Any,
+    ) -> bool:  # fmt: skip
+        """Tell the history once about a body's readings: ``hull.<kind>`` with ``detail``.
+
+        Kinds: ``rejected`` (an impossible reading, never acted on; once per figure and
+        context epoch) and ``past_compaction`` (a configured tier lies past the host's
+        compaction point; ``body_wide``: once per body). True when recorded now.
+        """
+        validate_free_text(detail, "detail", 1024)
+
+        def body(tx: Tx, now: int) -> bool:
+            epoch = 0 if body_wide else self._epoch_in(tx, session.session_id)
+            key = (session.session_id, epoch, kind, detail)
+            if tx.one(self._q("hull_notice_seen"), key) is not None:
+                return False
+            tx.run(self._q("hull_notice_insert"), (*key, now))
+            self.ledger._event(tx, now, node=session.node, kind=f"hull.{kind}",
+                               generation=session.generation,
+                               actor=holder_for(session.harness, session.session_id),
+                               session_id=session.session_id, epoch=epoch, detail=detail,
+                               **fields)  # fmt: skip
             return True
 
         return self.ledger._write(body)
@@ -471,6 +713,7 @@ class HarnessLedger(Correspondence):
 
 
 __all__ = [
+    "CONTINUING_SOURCES",
     "INTERACTIVE_HOLDER",
     "SESSION_LEASE_TTL",
     "Admission",
@@ -480,4 +723,5 @@ __all__ = [
     "Message",
     "Note",
     "holder_for",
+    "same_process",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from onstation.core.canonical import JsonValue, canonical_bytes, loads_strict
@@ -27,6 +28,41 @@ from onstation.core.types import (
 )
 from onstation.ledger.backends import Tx
 from onstation.ledger.base import LedgerBase
+
+#: How a dispatched effect is settled on evidence: the action, and the key its evidence is
+#: kept under in the effect's result.
+_SETTLEMENTS = {
+    "not-executed": (EffectAction.RESOLVE_NOT_EXECUTED, "not_executed"),
+    "uncertain": (EffectAction.UNCERTAIN, "uncertain"),
+    "observed": (EffectAction.OBSERVE, "observed"),
+}
+
+
+@dataclass(frozen=True)
+class DispatchedCall:
+    """A DISPATCHED effect and the tool call that dispatched it (None fields: not recorded)."""
+
+    effect_id: str
+    generation: int
+    operation: str
+    arguments: JsonValue
+    session_id: str | None
+    tool_use_id: str | None
+    tool_name: str | None
+    input_digest: str | None
+    transcript_path: str | None
+    transcript_offset: int | None
+    observe: JsonValue
+
+
+def _dispatched_call(row: Any) -> DispatchedCall:
+    return DispatchedCall(
+        effect_id=row[0], generation=int(row[1]), operation=row[2],
+        arguments=loads_strict(row[3], "arguments"), session_id=row[4], tool_use_id=row[5],
+        tool_name=row[6], input_digest=row[7], transcript_path=row[8],
+        transcript_offset=None if row[9] is None else int(row[9]),
+        observe=None if row[10] is None else loads_strict(row[10], "observe"),
+    )  # fmt: skip
 
 
 class EffectJournal(LedgerBase):
@@ -277,6 +313,127 @@ class EffectJournal(LedgerBase):
         """INTENDED -> FAILED_BEFORE_DISPATCH: the body gave up before acting."""
         result = None if reason is None else {"failure": validate_free_text(reason, "reason")}
         return self._advance(effect_id, EffectAction.FAIL, generation, result)
+
+    # ----------------------------------------------------------------------------------------
+    # the calls that dispatched effects, and their settlement on evidence
+
+    def record_effect_call(
+        self,
+        effect_id: str,
+        *,
+        generation: int,
+        session_id: str,
+        tool_name: str,
+        input_digest: str,
+        tool_use_id: str | None = None,
+        transcript_path: str | None = None,
+        transcript_offset: int | None = None,
+        observe: JsonValue = None,
+    ) -> None:
+        """Keep the call that dispatched ``effect_id`` (replacing an earlier call's record):
+        what pairs its result, where its rejection would be, how to ask its destination."""
+        validate_name(effect_id, "effect id")
+        validate_free_text(session_id, "session_id", 256)
+        validate_free_text(tool_name, "tool_name", 256)
+        validate_free_text(input_digest, "input digest", 128)
+        if tool_use_id is not None:
+            validate_free_text(tool_use_id, "tool_use_id", 256)
+        if transcript_path is not None:
+            validate_free_text(transcript_path, "transcript_path", 4096)
+        observe_text = None if observe is None else canonical_bytes(observe).decode("utf-8")
+
+        def body(tx: Tx, now: int) -> None:
+            effect = self._load_effect(tx, effect_id)
+            self._guard(tx, now, effect.node, generation, f"effect call {effect_id}")
+            tx.run(self._q("effect_call_delete"), (effect_id,))
+            tx.run(
+                self._q("effect_call_insert"),
+                (effect_id, effect.node, generation, session_id, tool_use_id, tool_name,
+                 input_digest, transcript_path, transcript_offset, observe_text, now),
+            )  # fmt: skip
+
+        self._write(body)
+
+    def dispatched_calls(self, node: str, *, generation: int | None = None) -> list[DispatchedCall]:
+        """The node's DISPATCHED effects with their calls: of ``generation``, or (None) of
+        every generation before the current one (what a reconcile settles)."""
+        validate_name(node, "node")
+
+        def body(tx: Tx, _now: int) -> list[DispatchedCall]:
+            current = self._get_node(tx, node)
+            if generation is None:
+                rows = tx.all(
+                    self._q("effect_calls_dispatched_of_fenced_generations"),
+                    (node, current.generation),
+                )
+            else:
+                rows = tx.all(self._q("effect_calls_dispatched_of_generation"), (node, generation))
+            return [_dispatched_call(r) for r in rows]
+
+        return self._read(body)
+
+    def settle_dispatched(
+        self,
+        effect_id: str,
+        *,
+        outcome: str,
+        evidence: JsonValue,
+        by: str,
+        generation: int | None = None,
+    ) -> Effect | None:
+        """Settle a DISPATCHED effect on evidence, with the evidence kept as its result:
+        ``not-executed`` (the host did not run the tool, or its destination shows it
+        unchanged) -> NOT_EXECUTED; ``uncertain`` (the tool failed and may have reached its
+        destination) -> AMBIGUOUS; ``observed`` (its destination shows it done) -> COMMITTED.
+
+        With ``generation``, the body of that generation settles its own effect (the guard
+        applies); without, a reconciler settles an effect of a fenced generation only.
+        Returns the effect, or None when it is no longer DISPATCHED (settled meanwhile).
+        """
+        validate_name(effect_id, "effect id")
+        validate_free_text(by, "by", 256)
+        if outcome not in _SETTLEMENTS:
+            raise BadInput(
+                f"outcome: must be one of {', '.join(_SETTLEMENTS)}, not {outcome!r}",
+                field="outcome",
+            )
+        action, key = _SETTLEMENTS[outcome]
+        result_text = canonical_bytes({key: evidence, "by": by}).decode("utf-8")
+
+        def body(tx: Tx, now: int) -> Effect | None:
+            effect = self._load_effect(tx, effect_id)
+            if generation is None:
+                current = self._lock_node(tx, effect.node)
+                if effect.generation >= current.generation:
+                    raise Conflict(
+                        f"effect {effect_id} belongs to the current generation "
+                        f"{current.generation}: only its body settles it",
+                        effect_id=effect_id, state=effect.state.value,
+                    )  # fmt: skip
+            else:
+                self._guard(tx, now, effect.node, generation, f"effect {outcome} {effect_id}")
+                if effect.generation != generation:
+                    return None
+            if effect.state is not EffectState.DISPATCHED:
+                return None
+            steps = [action] if action is not EffectAction.OBSERVE else [
+                EffectAction.OBSERVE, EffectAction.RECONCILE]  # fmt: skip
+            state: EffectState = effect.state
+            for step in steps:
+                target = next_state(step, state)
+                assert target is not None
+                tx.run(
+                    self._q("effect_advance"),
+                    (target.value, now, result_text, effect_id, state.value),
+                )
+                self._event(tx, now, node=effect.node, kind=f"effect.{target.value.lower()}",
+                            generation=effect.generation, actor=by, effect_id=effect_id,
+                            previous_state=state.value, via=outcome,
+                            evidence=evidence)  # fmt: skip
+                state = target
+            return self._load_effect(tx, effect_id)
+
+        return self._write(body)
 
     def reconcile(self, node: str, *, by: str = "operator") -> ReconcileReport:
         """Settle every effect of the node's fenced generations.

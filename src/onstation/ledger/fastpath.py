@@ -20,9 +20,11 @@ if TYPE_CHECKING:
 #: The workspace bindings among a list of candidate paths (``{marks}``: one ``?`` each).
 WORKSPACE_BINDINGS = "SELECT path, node FROM workspace_binding WHERE path IN ({marks})"
 
-#: A session's transcript cursor, its state and generation, and its node's generation.
+#: A session's transcript cursor, its state and generation, its node's generation, and the
+#: context window the host declared for it.
 SESSION_CURSOR = (
-    "SELECT s.telemetry_cursor, s.state, s.generation, n.generation FROM body_session s "
+    "SELECT s.telemetry_cursor, s.state, s.generation, n.generation, s.context_window "
+    "FROM body_session s "
     "JOIN agent_node n ON n.name = s.node WHERE s.session_id = ?"
 )
 
@@ -47,6 +49,12 @@ UNDER_CHALLENGE = "SELECT 1 FROM birth WHERE node = ? AND generation = ? AND sta
 
 #: Whether a tool call was journaled as an effect (its result is the full path's).
 JOURNALED_CALL = "SELECT 1 FROM tool_call WHERE tool_use_id = ?"
+
+#: Whether a body (node, generation) has a DISPATCHED effect without its result: the full path
+#: then looks for what became of its call (relief/hooks.py ``_settle_unanswered``).
+OPEN_DISPATCH = (
+    "SELECT 1 FROM effect WHERE node = ? AND generation = ? AND state = 'DISPATCHED' LIMIT 1"
+)
 
 UPDATE_TELEMETRY = (
     "UPDATE telemetry SET percent = ?, used_tokens = ?, window_tokens = ?, "

@@ -168,7 +168,9 @@ def _answer(
         if _effect_capable(call, config, deadline) is not False:
             return NOT_HANDLED
     else:
-        reading, cursor_json = _read_transcript(call, row[0])
+        reading, cursor_json, settled = _read_transcript(call, row[0], row[4])
+        if not settled:
+            return NOT_HANDLED  # a compaction, a new window or a rejected reading: recorded there
     conn.execute("BEGIN IMMEDIATE")
     try:
         row = conn.execute(queries.SESSION_STATE, (session_id,)).fetchone()
@@ -193,6 +195,10 @@ def _answer(
         if event == "PostToolUse" and call.tool_use_id is not None:
             # The result of a journaled effect is recorded by the full path.
             journaled = conn.execute(queries.JOURNALED_CALL, (call.tool_use_id,)).fetchone()
+        if journaled is None:
+            # A dispatched effect still without its result (a PostToolUse without
+            # tool_use_id, or a call the host never ran): the full path settles it.
+            journaled = conn.execute(queries.OPEN_DISPATCH, (row[0], row[1])).fetchone()
         if pending is not None or journaled is not None:
             conn.execute("ROLLBACK")
             return NOT_HANDLED
@@ -224,15 +230,30 @@ def _answer(
     return None
 
 
-def _read_transcript(call: HookCall, stored: str | None) -> tuple[Any, str | None]:
+def _read_transcript(
+    call: HookCall, stored: str | None, window: int | None
+) -> tuple[Any, str | None, bool]:
+    """(reading, cursor JSON, settled): ``settled`` is False when what was read is the full
+    path's to record (a compaction, a window the host declared anew, a rejected reading)."""
     path = call.transcript_path
     if not path:
-        return None, None
+        return None, None, True
     path = os.path.expanduser(path)
     if not os.path.isfile(path):
-        return None, None
-    from onstation.harness.transcript import TranscriptCursor
+        return None, None, True
+    from onstation.harness.transcript import TranscriptCursor, compaction_seen, rejection_seen
 
     cursor = TranscriptCursor.from_json(json.loads(stored)) if stored else None
-    reading, new_cursor = adapter(call.harness).read_fill(path, cursor, model=call.model)
-    return reading, json.dumps(new_cursor.to_json(), sort_keys=True)
+    reading, new_cursor = adapter(call.harness).read_fill(
+        path, cursor, model=call.model, declared_window=window
+    )
+    settled = not (
+        (new_cursor.usage_window and new_cursor.usage_window != window)
+        or compaction_seen(cursor, new_cursor)
+        or rejection_seen(cursor, new_cursor) is not None
+    )
+    if settled and reading is not None:
+        from onstation.core.compaction import reject_reason
+
+        settled = reject_reason(reading) is None
+    return reading, json.dumps(new_cursor.to_json(), sort_keys=True), settled

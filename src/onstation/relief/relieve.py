@@ -27,6 +27,7 @@ from onstation.harness.launch import Launcher
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import HarnessLedger
 from onstation.ledger.relief_records import ReliefLedger
+from onstation.relief.hook_texts import relief_request
 from onstation.relief.options import Progress, ReliefOptions, ReliefOutcome, _iso
 from onstation.relief.settle import LaunchAndSettle
 from onstation.relief.successor import (
@@ -101,7 +102,11 @@ class Relief(LaunchAndSettle):
             # reach its successor as if meant for it.
             self.records.expire_messages(self.node, reason=f"generation {predecessor} fenced",
                                          generation=predecessor)  # fmt: skip
-            report = self.ledger.reconcile(self.node, by=self.opts.by)
+            # Evidence first (a push observed on its remote, a call the host rejected), then
+            # the ledger's reconcile of what stays unproven (relief/reconcile.py).
+            from onstation.relief.reconcile import observe_and_reconcile
+
+            report = observe_and_reconcile(self.ledger, self.node, by=self.opts.by)
             ambiguous = report.unresolved_ambiguous
             self.relief.update_relief(rid, state="RECONCILED", detail={"ambiguous": ambiguous})
             self.say(f"reconciled: {len(report.unresolved_ambiguous)} ambiguous effect(s)")
@@ -277,9 +282,7 @@ class Relief(LaunchAndSettle):
         if not self.opts.emergency:
             self.records.post_message(
                 sender=self.opts.by, recipient=self.node, kind="relief_requested",
-                body="Hull integrity Red. Prepare turnover brief: onstation brief write "
-                f"{self.node} --generation {generation} --task ... --remaining ... "
-                "--decision 'D: WHY'",
+                body=relief_request(self.node, generation),
                 generation=generation,
             )  # fmt: skip
             for session in self.records.sessions(self.node):

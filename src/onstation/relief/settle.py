@@ -16,10 +16,11 @@ from typing import Any
 
 from onstation.core.errors import BadInput, BlockedByPolicy, Conflict, OnstationError
 from onstation.harness.adapters import CLAUDE_CODE, find
-from onstation.harness.launch import LaunchedBody, Launcher, LaunchSpec
+from onstation.harness.launch import LaunchedBody, Launcher, LaunchSpec, onstation_argv
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import INTERACTIVE_HOLDER, HarnessLedger
 from onstation.ledger.relief_records import ReliefLedger, new_nonce
+from onstation.relief.hook_texts import shutdown_request
 from onstation.relief.options import Progress, ReliefOptions, ReliefOutcome, _iso
 from onstation.relief.successor import (
     _descends,
@@ -28,6 +29,15 @@ from onstation.relief.successor import (
     _launcher_record,
     successor_prompt,
 )
+
+
+def _granted_tools(capsule: dict[str, Any]) -> tuple[str, ...]:
+    """The tool names the capsule's capability requirements grant the successor."""
+    requirements = capsule["payload"].get("capabilityRequirements") or []
+    return tuple(
+        str(r["name"]) for r in requirements
+        if isinstance(r, dict) and r.get("kind") == "tool" and isinstance(r.get("name"), str)
+    )  # fmt: skip
 
 
 class LaunchAndSettle:
@@ -159,8 +169,10 @@ class LaunchAndSettle:
         self.hold = None  # the successor holds it now: never released as a held lease
         brief = self.handover
         prompt = successor_prompt(
-            self.node, generation, challenge, brief.content if brief else None, capsule
-        )
+            self.node, generation, challenge, brief.content if brief else None, capsule,
+            onstation=onstation_argv(),
+            heartbeat=bool(getattr(launcher, "heartbeat_by_command", False)),
+        )  # fmt: skip
         self.relief.update_relief(rid, state="LAUNCHING", to_generation=generation)
         if interactive:
             self.records.record_document(self.node, kind="prompt", path="(successor prompt)",
@@ -177,7 +189,9 @@ class LaunchAndSettle:
                           db=self.opts.db, log_dir=str(Path(workspace) / ".bridge" / "bodies"),
                           extra_args=self.opts.launch_args,
                           resume_transcript=str(self.native["session"].transcript_path)
-                          if native and self.native is not None else None)  # fmt: skip
+                          if native and self.native is not None else None,
+                          tools=_granted_tools(capsule),
+                          ledger=getattr(self.ledger.backend, "url", None))  # fmt: skip
         self.say(f"launch generation {generation} ({_launcher_name(launcher)})")
         try:
             body = launcher.launch(spec)
@@ -255,6 +269,13 @@ class LaunchAndSettle:
                              if ls.generation == generation)  # fmt: skip
                 heartbeat = lease.renewed_at > lease.acquired_at
                 check = witnesses.check(launched)
+                followed = witnesses.follow_exec(launched, check)
+                if followed is not launched:
+                    # Same process (pid, start time, marker), another program: a wrapper or a
+                    # version-manager shim exec'd the host. Later checks compare against it.
+                    self.relief.set_launch_witness(self.node, generation, followed.to_json())
+                    self.say(f"the successor process exec'd: {check.reason}")
+                    launched = followed
                 answer_pid = (birth.answer_witness or {}).get("pid")
                 if (
                     check.state == "MATCH"
@@ -316,7 +337,7 @@ class LaunchAndSettle:
         # Addressed to the fenced generation alone: its successor never receives it.
         request = self.records.post_message(
             sender=self.opts.by, recipient=self.node, kind="shutdown_request",
-            body=f"You have been relieved (generation {predecessor} is fenced). Stop now.",
+            body=shutdown_request(predecessor),
             generation=predecessor,
         )  # fmt: skip
         approved = False

@@ -17,7 +17,7 @@ from onstation.ledger import Ledger
 from onstation.ledger.bodies import HarnessLedger
 from onstation.ledger.relief_records import ReliefLedger
 
-SETTLED_EFFECTS = ("COMMITTED", "COMPENSATED", "FAILED_BEFORE_DISPATCH")
+SETTLED_EFFECTS = ("COMMITTED", "COMPENSATED", "FAILED_BEFORE_DISPATCH", "NOT_EXECUTED")
 
 
 def team_rows(ledger: Ledger, nodes: list[str] | None = None) -> list[dict[str, Any]]:

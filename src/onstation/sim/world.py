@@ -183,6 +183,10 @@ class SimWitnesses:
             return SimCheck(GONE, f"pid {witness.pid} exited ({process.returncode})")
         return SimCheck(MATCH, f"pid {witness.pid} alive")
 
+    def follow_exec(self, witness: SimWitness, result: SimCheck) -> SimWitness:
+        """Simulated processes never exec into another program: the witness as it is."""
+        return witness
+
     def signal_if_match(self, witness: SimWitness, sig: int) -> SimCheck:
         """Terminate the process only when the witness matches; a paused process keeps the
         signal pending until it wakes (as SIGTERM does for a stopped process)."""

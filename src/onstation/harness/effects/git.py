@@ -364,6 +364,9 @@ def _classify_push(
             f"git push{' --force' if force else ''} to {_strip_userinfo(destination)}: "
             f"{refs_text or 'no refs'}",
             directory=directory,
+            # The remote as named (credentials left out): where an observation asks whether
+            # the push happened (harness/effects/outcomes.py).
+            remote=_strip_userinfo(remote),
             git=git.calls,
             notes=notes + seg.ctx.notes or None,
         )

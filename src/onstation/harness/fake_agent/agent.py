@@ -62,6 +62,11 @@ RUNNING_RETRY_DELAY = 0.2
 Action = Callable[[], tuple[dict[str, Any], bool]]
 
 
+class HandedOver(Exception):
+    """A hook stopped the session (``continue: false``) after this body handed over: the end
+    the relief expects, as a host ends it, not a denial."""
+
+
 @dataclass
 class Done:
     """One step this body committed."""
@@ -101,6 +106,7 @@ class FakeAgent:
         self.relief: str | None = None  # the context that carried the relief request
         self.relief_tier: str | None = None  # the tier the request names (Red, Critical)
         self.brief_path: str | None = None
+        self.handing_over = False  # its brief is being written (the fence may come meanwhile)
         self.tokens = options.start_tokens
         self.transcript: Transcript | None = None
         self.hooks: Hooks | None = None
@@ -140,6 +146,8 @@ class FakeAgent:
         stop = reply.stop_reason
         if stop is not None and event not in ("Stop", "SessionEnd"):
             self.log("stopped_by_hook", hook=event, reason=stop)
+            if self.handing_over:  # it has handed over (or is): the stop is its end
+                raise HandedOver(stop)
             raise AgentDenied(f"the {event} hook stopped the session: {stop}")
 
     def _notice_relief(self, event: str, text: str) -> None:
@@ -257,6 +265,9 @@ class FakeAgent:
         try:
             self._setup()
             return self._session()
+        except HandedOver as exc:
+            self.log("exit", code=0, reason="relieved", stopped_by_hook=str(exc))
+            return 0
         except AgentDenied as exc:
             self.log("exit", code=EXIT_DENIED, reason=str(exc))
             sys.stderr.write(f"{PROG}: denied: {exc}\n")

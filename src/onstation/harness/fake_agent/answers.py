@@ -7,7 +7,10 @@ The rules, from Claude Code's hooks reference ("What a hook may return", v2.1.24
 - exit 0 with stdout starting with ``{`` is the JSON answer; any other exit code decides
   nothing (the hook fails open), and neither does stdout that is not a JSON object;
 - ``continue: false`` stops the session after the hook, with ``stopReason``; it takes
-  precedence over every decision;
+  precedence over every decision (onstation sends it on every answer to a fenced body; the
+  fake agent stops on it, see ``FakeAgent.answered``). Codex differs on PreToolUse only: it
+  rejects ``continue``/``stopReason`` there (docs/hosts.md), so onstation never sends them
+  to a Codex PreToolUse;
 - PreToolUse: ``hookSpecificOutput.permissionDecision`` (``allow``, ``deny``, ``ask``,
   ``defer``) with ``permissionDecisionReason``; the deprecated top-level ``decision: "block"``
   still denies;

@@ -116,6 +116,7 @@ def respawn_self(agent: FakeAgent, step: int) -> None:
     args += generation_args(agent)
     # manifest write also tells the spawner (COORD_RESPAWN TRIGGERED, the procedure's
     # message), as a real coordinator's call does.
+    agent.handing_over = True
     manifest = cli_tool(agent, step, args, "Write the continuation manifest")
     path = str(manifest.get("path"))
     node = cli_tool(agent, step, ["node", "show", agent.node, "--json"], "Find my spawner")
@@ -166,6 +167,7 @@ def write_brief(agent: FakeAgent, step: int, tier: str | None) -> None:
         "--json",
         *generation_args(agent),
     ]
+    agent.handing_over = True
     written = cli_tool(agent, step, args, "Write turnover brief")
     if not isinstance(written.get("path"), str):
         raise AgentError("onstation brief write: unexpected output")
@@ -236,10 +238,15 @@ def wake_after_fence(agent: FakeAgent, step: int) -> int:
             ],
             "tool_use",
         )
-        pre = agent.fire(
+        # Not agent.fire: a woken body plays a host that ignores `continue: false`, so that
+        # the deny is proved to hold on its own; the stop the answer asked for is logged.
+        assert agent.hooks is not None
+        pre = agent.hooks.fire(
             "PreToolUse", tool_name=name, tool_input=tool_input, tool_use_id=tool_use_id
         )
         reason = pre.deny_reason
+        if pre.stop_reason is not None:
+            agent.log("stop_ignored", hook="PreToolUse", action=action, reason=pre.stop_reason)
         if reason is None:
             # The hooks let a fenced body act: do what a real session would, and say so.
             allowed.append(f"{name} ({action})")

@@ -1,7 +1,8 @@
 """The hook driver: builds each event's payload, runs the configured hook commands with it on
 stdin as Claude Code does, and reads their answers (see :mod:`.answers`).
 
-The commands are those of the workspace's ``.claude/settings.json`` (Claude Code's matcher
+The commands are those of the workspace's ``.claude/settings.json`` and
+``.claude/settings.local.json``, merged (Claude Code's matcher
 rules, identical commands run once, a shell string run by a shell); with no hooks configured,
 ``onstation hook claude-code EVENT`` itself.
 """
@@ -45,14 +46,23 @@ class Hooks:
         self.session_id = session_id
         self.transcript = transcript
         self.settings: dict[str, Any] | None = None
-        path = workspace / ".claude" / "settings.json"
-        if path.is_file():
+        # Claude Code merges the hooks of every settings file (harness-formats.md §1.1): the
+        # shared project settings and the local ones `onstation install --project` writes.
+        for path in (workspace / ".claude" / "settings.json",
+                     workspace / ".claude" / "settings.local.json"):  # fmt: skip
+            if not path.is_file():
+                continue
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
                 raise AgentError(f"{path}: not readable JSON ({exc})") from exc
             hooks = data.get("hooks") if isinstance(data, dict) else None
-            self.settings = hooks if isinstance(hooks, dict) else None
+            if isinstance(hooks, dict):
+                merged: dict[str, Any] = self.settings if self.settings is not None else {}
+                for event, groups in hooks.items():
+                    if isinstance(groups, list):
+                        merged[event] = [*merged.get(event, []), *groups]
+                self.settings = merged
 
     @property
     def source(self) -> str:

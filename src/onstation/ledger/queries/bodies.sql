@@ -23,13 +23,15 @@ SELECT path FROM workspace_binding WHERE node = ? ORDER BY bound_at DESC LIMIT 1
 -- name: session_by_id
 -- One harness session's row.
 SELECT session_id, harness, node, generation, lease_id, state, workspace, bound_at,
-       relief_requested_at, stop_blocked_at, telemetry_cursor, transcript_path, launcher
+       relief_requested_at, stop_blocked_at, telemetry_cursor, transcript_path, launcher,
+       context_window, context_epoch
 FROM body_session WHERE session_id = ?;
 
 -- name: sessions_of_node
 -- Every session seen for a node, oldest first.
 SELECT session_id, harness, node, generation, lease_id, state, workspace, bound_at,
-       relief_requested_at, stop_blocked_at, telemetry_cursor, transcript_path, launcher
+       relief_requested_at, stop_blocked_at, telemetry_cursor, transcript_path, launcher,
+       context_window, context_epoch
 FROM body_session WHERE node = ? ORDER BY bound_at, session_id;
 
 -- name: session_live_lease
@@ -106,21 +108,66 @@ SELECT effect_id FROM tool_call WHERE tool_use_id = ?;
 DELETE FROM telemetry WHERE session_id = ?;
 
 -- name: telemetry_insert
--- Store a session's latest fill reading.
+-- Store a session's latest fill reading (of its current context epoch).
 INSERT INTO telemetry (session_id, node, generation, percent, used_tokens, window_tokens,
-                       source, model, tier, reported_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+                       source, model, tier, reported_at, epoch)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: tier_mark_seen
--- Whether a session already reported a tier (1), else no row.
-SELECT 1 FROM tier_mark WHERE session_id = ? AND tier = ?;
+-- Whether a session already reported a tier in a context epoch (1), else no row.
+SELECT 1 FROM tier_mark WHERE session_id = ? AND epoch = ? AND tier = ?;
 
 -- name: tier_mark_insert
--- Mark the first report of a tier by a session.
-INSERT INTO tier_mark (session_id, tier, generation, percent, at) VALUES (?, ?, ?, ?, ?);
+-- Mark the first report of a tier by a session in a context epoch.
+INSERT INTO tier_mark (session_id, tier, generation, percent, at, epoch)
+VALUES (?, ?, ?, ?, ?, ?);
+
+-- name: session_context_window_set
+-- Remember the context window the host declared for a session (only when it changes:
+-- window, session, window).
+UPDATE body_session SET context_window = ?
+WHERE session_id = ? AND (context_window IS NULL OR context_window <> ?);
+
+-- name: session_context_epoch
+-- A session's current context epoch.
+SELECT context_epoch FROM body_session WHERE session_id = ?;
+
+-- name: session_context_epoch_set
+-- Start a session's next context epoch (epoch, session, the epoch it replaces).
+UPDATE body_session SET context_epoch = ? WHERE session_id = ? AND context_epoch = ?;
+
+-- name: telemetry_of_session
+-- The context epoch and source of a session's latest reading.
+SELECT epoch, source FROM telemetry WHERE session_id = ?;
+
+-- name: hull_notice_seen
+-- Whether a notice was already given for a session, epoch, kind and detail (1), else no row.
+SELECT 1 FROM hull_notice WHERE session_id = ? AND epoch = ? AND kind = ? AND detail = ?;
+
+-- name: hull_notice_insert
+-- Remember a notice given about a session's readings.
+INSERT INTO hull_notice (session_id, epoch, kind, detail, at) VALUES (?, ?, ?, ?, ?);
 
 -- name: telemetry_latest_of_node
 -- The most recent fill reading of any body of a node.
 SELECT session_id, generation, percent, used_tokens, window_tokens, source, model, tier,
        reported_at
 FROM telemetry WHERE node = ? ORDER BY reported_at DESC LIMIT 1;
+
+-- name: body_host_insert
+-- Record the host process witness of an admitted session (and, for a continuation, the
+-- session it continues and the host's stated source).
+INSERT INTO body_host (session_id, node, lease_id, host_witness, continued_from, source, at)
+VALUES (?, ?, ?, ?, ?, ?, ?);
+
+-- name: body_hosts_of_lease
+-- The sessions of one lease with the host process witness each recorded, oldest first.
+SELECT session_id, host_witness FROM body_host WHERE lease_id = ? ORDER BY at, session_id;
+
+-- name: body_hosts_of_node
+-- Every admitted session of a node with its host witness, its generation and lease, newest
+-- first.
+SELECT h.session_id, h.host_witness, s.generation, s.lease_id
+FROM body_host h JOIN body_session s ON s.session_id = h.session_id
+WHERE h.node = ? AND s.state = 'ADMITTED'
+ORDER BY h.at DESC, h.session_id DESC;

@@ -99,3 +99,32 @@ SELECT effect_id, node, generation, fingerprint, operation, destination, argumen
        approval_slot, caller_ref, state, result, created_at, updated_at, resolved_by,
        resolution, repeat_of, repeat_reason
 FROM effect WHERE node = ? AND state = ? ORDER BY created_at, effect_id;
+
+-- name: effect_call_delete
+-- Forget the call an effect was last dispatched by (it is dispatched by another now).
+DELETE FROM effect_call WHERE effect_id = ?;
+
+-- name: effect_call_insert
+-- The call that dispatched an effect: effect id, node, generation, session, tool_use_id, tool
+-- name, input digest, transcript path and offset, how to ask the destination (JSON), when.
+INSERT INTO effect_call (effect_id, node, generation, session_id, tool_use_id, tool_name,
+                         input_digest, transcript_path, transcript_offset, observe, at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: effect_calls_dispatched_of_generation
+-- A node's DISPATCHED effects of one generation with the call that dispatched each (its
+-- columns NULL when none was recorded), oldest first.
+SELECT e.effect_id, e.generation, e.operation, e.arguments, c.session_id, c.tool_use_id,
+       c.tool_name, c.input_digest, c.transcript_path, c.transcript_offset, c.observe
+FROM effect e LEFT JOIN effect_call c ON c.effect_id = e.effect_id
+WHERE e.node = ? AND e.generation = ? AND e.state = 'DISPATCHED'
+ORDER BY e.created_at, e.effect_id;
+
+-- name: effect_calls_dispatched_of_fenced_generations
+-- A node's DISPATCHED effects of generations before a given one, with their calls, oldest
+-- first: what a reconcile may settle by asking the destination.
+SELECT e.effect_id, e.generation, e.operation, e.arguments, c.session_id, c.tool_use_id,
+       c.tool_name, c.input_digest, c.transcript_path, c.transcript_offset, c.observe
+FROM effect e LEFT JOIN effect_call c ON c.effect_id = e.effect_id
+WHERE e.node = ? AND e.generation < ? AND e.state = 'DISPATCHED'
+ORDER BY e.created_at, e.effect_id;
