@@ -109,8 +109,11 @@ def _team(tmp_path: Path, db: str) -> Iterator[dict[str, Any]]:
         "PATH": f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin",
         "STANDIN_RECORD": str(tmp_path / "record.jsonl"),
         "STANDIN_LINGER": "120",
+        "CODEX_HOME": str(tmp_path / "codex-home"),
     }
     done = run(env, "install", "claude-code", "--project", str(app), "--node", "exec-1")
+    assert done.returncode == 0, done.stderr
+    done = run(env, "install", "codex", "--project", str(app), "--node", "exec-1", "--json")
     assert done.returncode == 0, done.stderr
     assert run(env, "episode", "open", "exec-1", "--objective", "build the login").returncode == 0
     payload = json.dumps(
@@ -189,6 +192,24 @@ def relieve(
     return outcome
 
 
+def trust_codex(team: dict[str, Any]) -> None:
+    """What the user does once (``install codex`` says so): trust the project and review the
+    hooks in Codex's /hooks, which records each handler's hash in ``config.toml``."""
+    app = team["app"]
+    record = json.loads((app / ".onstation" / "install-codex.json").read_text())
+    lines = [f"[projects.{json.dumps(str(app))}]", 'trust_level = "trusted"', ""]
+    for entry in record["codex_trust"]:
+        lines += [f"[hooks.state.{json.dumps(entry['key'])}]", f'trusted_hash = "{entry["hash"]}"']
+    home = Path(team["env"]["CODEX_HOME"])
+    home.mkdir(exist_ok=True)
+    (home / "config.toml").write_text("\n".join(lines) + "\n")
+
+
+def events(team: dict[str, Any], kind: str) -> list[Any]:
+    with Ledger.open(team["db"]) as ledger:
+        return [e for e in ledger.history("exec-1") if e.kind == kind]
+
+
 def records(team: dict[str, Any]) -> list[dict[str, Any]]:
     path = team["tmp"] / "record.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
@@ -211,11 +232,22 @@ def test_a_claude_successor_answers_its_challenge_and_runs(team: dict[str, Any])
     allow = json.loads(settings.read_text())["permissions"]["allow"]
     assert allow[0] == f"Bash({ran[0]['command']})"
     assert oct(settings.stat().st_mode & 0o777) == "0o600"
+    # Bound at launch, the session recorded its host at its SessionStart: a /clear in that
+    # process continues the body, and a crash of it frees the lease, as for any session.
+    with Ledger.open(team["db"]) as ledger:
+        lease = next(ls for ls in ledger.leases("exec-1") if ls.generation == 2)
+        rows = ledger._read(
+            lambda tx, _now: tx.all(
+                "SELECT host_witness FROM body_host WHERE lease_id = ?", (lease.lease_id,)
+            )
+        )
+    assert [json.loads(r[0])["pid"] for r in rows] == [outcome["successor_pid"]]
 
 
 def test_a_codex_successor_writes_the_ledger_from_its_sandbox(team: dict[str, Any]) -> None:
     # /tmp and $TMPDIR taken out of the sandbox's writable roots (a user's config may say
     # so): only --add-dir makes the ledger's directory writable.
+    trust_codex(team)
     outcome = relieve(
         team,
         "codex",
@@ -226,9 +258,60 @@ def test_a_codex_successor_writes_the_ledger_from_its_sandbox(team: dict[str, An
     )
     assert (outcome["state"], outcome["to_generation"]) == ("SETTLED", 2), outcome
     assert birth(team).state == "RUNNING"
-    ran = [r for r in records(team) if r["host"] == "codex"]
-    assert [(r["event"], r["exit"]) for r in ran] == [("ran", 0), ("ran", 0)], ran
-    assert " challenge answer " in ran[0]["command"] and " lease renew " in ran[1]["command"]
+    ran = [r for r in records(team) if r["host"] == "codex" and r["event"] == "ran"]
+    # The model runs its challenge answer and nothing else: Codex's hooks are the heartbeat.
+    assert [r["exit"] for r in ran] == [0] and " challenge answer " in ran[0]["command"], ran
+    assert_bound_through_hooks(team)
+
+
+def assert_bound_through_hooks(team: dict[str, Any]) -> None:
+    """Codex chose its own session id; its hooks, from the launched process, took the lease."""
+    (bound,) = events(team, "session.launch_bound")
+    assert bound.generation == 2
+    assert bound.detail["session_id"] != bound.detail["launched_session"]
+    with Ledger.open(team["db"]) as ledger:
+        lease = next(ls for ls in ledger.leases("exec-1") if ls.generation == 2)
+    assert lease.holder == f"codex session {bound.detail['session_id']}"
+    hooks = [r for r in records(team) if r["event"] == "hook" and r["hook"] == "PreToolUse"]
+    # Admitted: its call was not denied as a second body's.
+    assert hooks and all(r["exit"] == 0 for r in hooks), hooks
+    assert all(
+        (r["output"].get("hookSpecificOutput") or {}).get("permissionDecision") != "deny"
+        for r in hooks
+    ), hooks
+
+
+def test_a_codex_successor_under_codexs_npm_wrapper_is_bound_through_its_child(
+    team: dict[str, Any],
+) -> None:
+    """``codex`` from npm is a Node.js wrapper that runs the native program as its child:
+    the hooks' host process is that child, a descendant of the process onstation launched."""
+    trust_codex(team)
+    outcome = relieve(team, "codex", env={**team["env"], "STANDIN_CODEX_NPM": "1"})
+    assert (outcome["state"], outcome["to_generation"]) == ("SETTLED", 2), outcome
+    assert birth(team).state == "RUNNING"
+    assert_bound_through_hooks(team)
+    host = events(team, "session.launch_bound")[0].detail["session_id"]
+    with Ledger.open(team["db"]) as ledger:
+        row = ledger._read(
+            lambda tx, _now: tx.one(
+                "SELECT host_witness FROM body_host WHERE session_id = ?", (host,)
+            )
+        )
+    assert json.loads(row[0])["pid"] != outcome["successor_pid"]  # the child, not the wrapper
+
+
+def test_untrusted_codex_hooks_fail_the_birth_and_say_where_to_look(
+    team: dict[str, Any],
+) -> None:
+    """Codex runs no hook it was not asked to trust: nothing renews the successor's lease,
+    the birth fails (a body whose calls onstation cannot see never runs) and says why."""
+    outcome = relieve(team, "codex", "--challenge-wait", "30")
+    assert outcome["state"] == "BIRTH_FAILED", outcome
+    assert any("no hook of the successor renewed" in r for r in outcome["reasons"]), outcome
+    assert any("onstation doctor" in r for r in outcome["reasons"]), outcome
+    assert not [r for r in records(team) if r["event"] == "hook"]
+    assert not events(team, "session.launch_bound")
 
 
 @pytest.mark.parametrize("host", ["claude", "codex"])
@@ -294,11 +377,13 @@ def test_the_standins_enforce_the_hosts_usage_rules(tmp_path: Path) -> None:
 def test_a_codex_successor_reaches_a_postgres_ledger_from_its_sandbox(
     pg_team: dict[str, Any],
 ) -> None:
+    trust_codex(pg_team)
     outcome = relieve(pg_team, "codex")
     assert (outcome["state"], outcome["to_generation"]) == ("SETTLED", 2), outcome
     assert birth(pg_team).state == "RUNNING"
-    ran = [r for r in records(pg_team) if r["host"] == "codex"]
-    assert [(r["event"], r["exit"]) for r in ran] == [("ran", 0), ("ran", 0)], ran
+    ran = [r for r in records(pg_team) if r["host"] == "codex" and r["event"] == "ran"]
+    assert [r["exit"] for r in ran] == [0], ran
+    assert_bound_through_hooks(pg_team)
 
 
 def test_with_the_old_flags_a_codex_successor_cannot_reach_a_postgres_ledger(

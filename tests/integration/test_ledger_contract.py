@@ -841,3 +841,55 @@ def test_a_newcomer_replaces_a_body_whose_host_process_is_gone(ledger: Ledger) -
     assert event.detail["evidence"] == [{"session_id": "s1", "why": "GONE: no process 4242"}]
     assert records.admit_session("s1", harness="claude-code", node="exec-1",
                                  workspace=None).fenced  # fmt: skip
+
+
+def test_a_launched_successors_own_session_is_bound_by_its_process(ledger: Ledger) -> None:
+    """``codex exec`` chooses its own session id: a new session whose host process is (or
+    descends from) the process a relief launched takes the launched lease while the birth is
+    provisional; any other process is refused, and after the birth nothing binds that way."""
+    from onstation.ledger.bodies import HarnessLedger
+    from onstation.ledger.relief_records import CHALLENGE_FIELDS, ReliefLedger
+
+    ledger.register_node("exec-1", role="executor", spawner="lead")
+    records, relief = HarnessLedger(ledger), ReliefLedger(ledger)
+    ledger.fence("exec-1", expect_generation=1)
+    lease = ledger.acquire_lease("exec-1", holder="relief 1")
+    ledger.hand_over_lease("exec-1", lease_id=lease.lease_id, holder="relief 1",
+                           to="codex session launched-1", by="t")  # fmt: skip
+    records.bind_launched_session("launched-1", harness="codex", node="exec-1", generation=2,
+                                  lease_id=lease.lease_id, workspace=None,
+                                  launcher={"harness": "codex", "model": "m"})  # fmt: skip
+    relief.start_birth("exec-1", generation=2, lease_id=lease.lease_id, by="t",
+                       challenge=dict.fromkeys(CHALLENGE_FIELDS, "x"))  # fmt: skip
+    launched = {"v": 1, "host": "h", "boot_id": "b", "pid": 900, "start_ticks": 5}
+    child = {"host": "h", "boot_id": "b", "pid": 901, "start_ticks": 6}
+    stranger = {"host": "h", "boot_id": "b", "pid": 950, "start_ticks": 7}
+    asked: list[tuple[int, int]] = []
+
+    def launched_by(witness: dict[str, object], seen: dict[str, object]) -> bool:
+        asked.append((int(witness["pid"]), int(seen["pid"])))  # type: ignore[call-overload]
+        return seen["pid"] in (900, 901)
+
+    def admit(sid: str, seen: dict[str, object]) -> object:
+        return records.admit_session(sid, harness="codex", node="exec-1", workspace=None,
+                                     host=lambda: seen, source="startup",
+                                     launched_by=launched_by)  # fmt: skip
+
+    # Before the launch is witnessed nothing can be matched: refused, and asked again later.
+    early = admit("thread-1", child)
+    assert not early.admitted  # type: ignore[attr-defined]
+    relief.set_launch_witness("exec-1", 2, launched)
+    assert not admit("thread-x", stranger).admitted  # type: ignore[attr-defined]
+    bound = admit("thread-1", child)
+    assert bound.admitted and bound.session.generation == 2  # type: ignore[attr-defined]
+    assert bound.session.lease_id == lease.lease_id  # type: ignore[attr-defined]
+    assert bound.session.launcher == {"harness": "codex", "model": "m"}  # type: ignore[attr-defined]
+    assert asked[-1] == (900, 901)
+    live = ledger.live_lease("exec-1")
+    assert live is not None and live.holder == "codex session thread-1"
+    [event] = [e for e in ledger.history("exec-1") if e.kind == "session.launch_bound"]
+    assert event.detail["launched_session"] == "launched-1"
+    assert event.detail["session_id"] == "thread-1"
+    # Once the birth is decided, a new session of that process binds only as any other does.
+    relief.decide_birth("exec-1", generation=2, running=True, reason="test", by="t")
+    assert not admit("thread-2", child).admitted  # type: ignore[attr-defined]

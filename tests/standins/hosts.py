@@ -29,7 +29,16 @@ followed by an indented command line), and lets each command through the host's 
   ``$TMPDIR``, ``--add-dir`` and ``writable_roots``), a PostgreSQL ledger needs network
   access. A refused command does not run; the model sees it fail, as in the real sandbox.
   Outside a git repository ``codex exec`` refuses to start without ``--skip-git-repo-check``.
-  Codex hooks are not run.
+  Codex's hooks run as Codex runs them (``codex-rs/hooks``): the project's
+  ``.codex/hooks.json`` is read only when ``$CODEX_HOME/config.toml`` trusts the project
+  (``[projects."DIR"] trust_level = "trusted"``), and each command handler runs only when
+  ``[hooks.state."KEY"] trusted_hash`` holds its current hash (``discovery.rs``); each runs
+  through ``$SHELL -lc`` (``command_runner.rs``) with the input of the generated schemas
+  (``codex-rs/hooks/schema/generated``): SessionStart (source ``startup``),
+  UserPromptSubmit, PreToolUse and PostToolUse of the ``Bash`` tool; the session id is
+  Codex's own thread id, never one the launcher chose. With ``STANDIN_CODEX_NPM=1`` the
+  launched ``codex`` is Codex's npm wrapper (``codex-cli/bin/codex.js``): it spawns the
+  native program as its child and waits for it, so hooks run from that child.
 
 Every decision is appended to ``$STANDIN_RECORD`` (JSON lines) when that is set. After its
 commands succeeded the stand-in stays alive (as a model at work does) for
@@ -523,7 +532,44 @@ def _sandbox_refusal(command: str, policy: dict[str, Any]) -> str | None:
     return f"{directory} is not writable in the {policy['mode']} sandbox (Read-only file system)"
 
 
+def _codex_hooks(cwd: str) -> dict[str, list[Any]]:
+    """The project's hooks Codex would run: trusted project, trusted handlers only."""
+    from onstation.harness import codex_trust
+
+    config, _problem = codex_trust.read_config()
+    hooks_file = Path(cwd, ".codex", "hooks.json")
+    if codex_trust.project_trusted(config, cwd) is not True or not hooks_file.is_file():
+        return {}
+    declared = json.loads(hooks_file.read_text("utf-8")).get("hooks") or {}
+    trusted = {
+        e["key"]
+        for e in codex_trust.expected_trust(hooks_file, declared, "")
+        if codex_trust.trust_status(e, codex_trust.hook_states(config)) == "trusted"
+    }
+    runnable: dict[str, list[Any]] = {}
+    for event, groups in declared.items():
+        for g, group in enumerate(groups):
+            handlers = [
+                h
+                for n, h in enumerate(group.get("hooks", []))
+                if codex_trust.hook_key(os.path.abspath(hooks_file), event, g, n) in trusted
+            ]
+            if handlers:
+                runnable.setdefault(event, []).append({**group, "hooks": handlers})
+    _record("codex", event="hooks", trusted=sorted(trusted))
+    return runnable
+
+
+def _codex_native_child(argv: list[str]) -> int:
+    """Codex's npm wrapper: run the native program as a child, exit with its status."""
+    env = {**os.environ, "STANDIN_CODEX_NPM": "", "CODEX_MANAGED_BY_NPM": "1"}
+    child = subprocess.Popen([sys.executable, __file__, "codex", *argv], env=env)
+    return child.wait()
+
+
 def codex(argv: list[str]) -> int:
+    if os.environ.get("STANDIN_CODEX_NPM") == "1":
+        return _codex_native_child(argv)
     try:
         opts = _parse_codex(argv)
         config = _config(opts["config"])
@@ -578,6 +624,42 @@ def codex(argv: list[str]) -> int:
     }
     thread = str(uuid.uuid4())
     as_json = "--json" in opts["flags"]
+    hooks = _codex_hooks(cwd)
+    shell_env = {**os.environ, "SHELL": os.environ.get("SHELL") or "/bin/sh"}
+    base = {
+        "session_id": thread,
+        "transcript_path": None,
+        "cwd": cwd,
+        "model": opts.get("model") or "gpt-5.3-codex",
+        "permission_mode": "default",
+    }
+
+    def hook(event: str, payload: dict[str, Any], tool: str | None = None) -> bool:
+        """Run one event's trusted hooks; whether one blocked (PreToolUse deny)."""
+        blocked = False
+        for group in hooks.get(event, []):
+            matcher = str(group.get("matcher") or "")
+            if tool is not None and matcher not in ("", "*") and not re.fullmatch(matcher, tool):
+                continue
+            for handler in group.get("hooks", []):
+                done = subprocess.run(
+                    [shell_env["SHELL"], "-lc", handler["command"]],
+                    input=json.dumps({**base, "hook_event_name": event, **payload}),
+                    text=True,
+                    capture_output=True,
+                    cwd=cwd,
+                    env=shell_env,
+                    check=False,
+                )
+                out = json.loads(done.stdout) if done.stdout.lstrip().startswith("{") else {}
+                _record("codex", event="hook", hook=event, exit=done.returncode, output=out)
+                decision = (out.get("hookSpecificOutput") or {}).get("permissionDecision")
+                blocked = blocked or done.returncode == 2 or decision == "deny"
+        return blocked
+
+    hook("SessionStart", {"source": "startup"})
+    turn = str(uuid.uuid4())
+    hook("UserPromptSubmit", {"prompt": prompt, "turn_id": turn})
 
     def emit(event: dict[str, Any]) -> None:
         if as_json:  # --json: one event per line on stdout
@@ -589,6 +671,12 @@ def codex(argv: list[str]) -> int:
     for n, command in enumerate(_commands(prompt), 1):
         item = {"id": f"item_{n}", "type": "command_execution", "command": f"bash -lc {command}"}
         emit({"type": "item.started", "item": {**item, "status": "in_progress"}})
+        tool_use_id = f"call_standin_{n:02d}"
+        if hook("PreToolUse", {"tool_name": "Bash", "tool_input": {"command": command},
+                               "tool_use_id": tool_use_id}, "Bash"):  # fmt: skip
+            _record("codex", event="hook_denied", command=command)
+            failed = True
+            continue
         refusal = _sandbox_refusal(command, policy)
         if refusal is not None:
             _record("codex", event="refused", command=command, reason=refusal, policy=policy)
@@ -610,6 +698,17 @@ def codex(argv: list[str]) -> int:
             "codex", event="ran", command=command, exit=done.returncode, stderr=done.stderr[-500:]
         )
         failed = failed or done.returncode != 0
+        hook(
+            "PostToolUse",
+            {
+                "tool_name": "Bash",
+                "tool_input": {"command": command},
+                "tool_use_id": tool_use_id,
+                "turn_id": turn,
+                "tool_response": done.stdout[-2000:] + done.stderr[-2000:],
+            },
+            "Bash",
+        )
         emit(
             {
                 "type": "item.completed",

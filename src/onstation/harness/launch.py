@@ -161,13 +161,6 @@ def challenge_command(
     return shlex.join(words)
 
 
-def heartbeat_command(node: str, generation: int, onstation: list[str] | None = None) -> str:
-    """The heartbeat a successor runs when no hook of its host renews its lease (Codex)."""
-    words = [*(onstation if onstation is not None else onstation_argv()), "lease", "renew",
-             node, "--generation", str(generation)]  # fmt: skip
-    return shlex.join(words)
-
-
 def ledger_target(spec: LaunchSpec) -> tuple[str, str]:
     """(dialect, target) of the ledger the successor writes: the relief's own, else
     ``--db``, else ``ONSTATION_DB``, else the default file; a SQLite path made absolute."""
@@ -188,10 +181,6 @@ class Launcher:
     execution_class = "real-provider"
     #: The successor reads its prompt on stdin (the prompt file); otherwise stdin is empty.
     prompt_on_stdin = False
-
-    #: The successor's host renews its lease through no hook of a launched session, so its
-    #: prompt names the heartbeat command too (see :class:`CodexLauncher`).
-    heartbeat_by_command = False
 
     def argv(self, spec: LaunchSpec, prompt_path: str) -> list[str]:  # pragma: no cover
         """The successor's command line. Never the prompt itself: argv is world-readable."""
@@ -333,8 +322,9 @@ class CodexLauncher(Launcher):
     the workspace, and with ``sandbox_workspace_write.network_access=true`` only for a
     PostgreSQL ledger (the sandbox blocks the network otherwise). Outside a git repository
     ``--skip-git-repo-check`` is added (Codex refuses to run there without it). Codex chooses
-    its own session id, which no launched session is bound to, so the prompt names the
-    heartbeat command as well (:attr:`heartbeat_by_command`).
+    its own session id: its first hook from the launched process (or its child, the native
+    program under Codex's npm wrapper) takes the launched lease
+    (:meth:`onstation.ledger.bodies.HarnessLedger.admit_session`), and its hooks heartbeat.
     """
 
     #: The ``--harness`` name that selects this launcher (recorded for the next relief).
@@ -342,7 +332,6 @@ class CodexLauncher(Launcher):
     harness = CODEX.plan_harness
     execution_class = "real-provider"
     prompt_on_stdin = True
-    heartbeat_by_command = True
 
     def __init__(self, model: str | None = None) -> None:
         self.model = model

@@ -724,3 +724,30 @@ def host_process(
     except (OSError, ValueError):
         return None
     return seen if still == host else None
+
+
+def descends_from(pid: int, ancestor: ProcessWitness, *, reader: str | None = None) -> bool:
+    """Whether process ``pid`` is the process ``ancestor`` names or one of its descendants.
+
+    The ancestor must still be the very process witnessed (:func:`check` says MATCH, so a
+    reused pid never counts); then ``pid``'s parent chain is walked (``/proc`` or psutil, as
+    for :func:`observe`) up to pid 1. A launcher such as Codex's npm wrapper (a Node.js
+    process that spawns the native ``codex`` as its child) runs hooks from a child of the
+    launched process: that child is the launched body too.
+    """
+    if check(ancestor).state != "MATCH":
+        return False
+    try:
+        source = _reader(reader)
+    except ImportError:
+        return False
+    for _ in range(_MAX_CHAIN):
+        if pid == ancestor.pid:
+            return True
+        if pid <= 1:
+            return False
+        try:
+            pid = source.parent(pid)[0]
+        except (OSError, ValueError):
+            return False
+    return False

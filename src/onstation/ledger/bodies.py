@@ -197,6 +197,7 @@ class HarnessLedger(Correspondence):
         host: Callable[[], dict[str, Any] | None] | None = None,
         source: str | None = None,
         host_gone: Callable[[dict[str, Any]], str | None] | None = None,
+        launched_by: Callable[[dict[str, Any], dict[str, Any]], bool] | None = None,
     ) -> Admission:
         """Admit the session as the node's body if it has no live body; else refuse it.
 
@@ -222,6 +223,17 @@ class HarnessLedger(Correspondence):
         its generation is fenced and the newcomer admitted under the next, in this same
         transaction, recorded as ``session.previous_body_gone``. A witness that cannot be
         checked (another host, another boot) never counts as gone.
+
+        A successor onstation launched is the process it launched, whatever session id its
+        host chooses (``codex exec`` has no flag to set one): while its birth is provisional,
+        a new session whose host process ``launched_by(launch witness, seen)`` says is that
+        process or a descendant of it (Codex's npm wrapper runs the native program as its
+        child) takes the launched lease, recorded as ``session.launch_bound``. Its hooks then
+        renew the lease, which is the successor's heartbeat. A refused session is asked for
+        its host again on each call, so a hook that ran before the launch was witnessed is
+        admitted on its next call. A known admitted session with no host recorded yet (one
+        bound at launch) records its host at its SessionStart, so that /clear and a dead host
+        are judged for it as for any other.
         """
         _validate_session_id(session_id)
         validate_name(harness, "harness")
@@ -249,6 +261,8 @@ class HarnessLedger(Correspondence):
                         known, False, False, None,
                         "lease expired while idle: start a new session (it will be admitted)",
                     )  # fmt: skip
+                if not fenced and source is not None and host is not None:
+                    self._record_first_host(tx, now, known, host, source)
                 reason = "admitted" if not fenced else "fenced: generation superseded"
                 return Admission(known, not fenced, fenced, None, reason)
             if live is not None and live[2] == INTERACTIVE_HOLDER:
@@ -263,7 +277,7 @@ class HarnessLedger(Correspondence):
                 )  # fmt: skip
                 return Admission(bound, True, False, holder, "admitted as the successor")
             seen: dict[str, Any] | None = None
-            if known is None and host is not None:
+            if host is not None and (known is None or known.state == "REFUSED"):
                 seen = host()
             stale = self._fenced_host_session(tx, node, current.generation, seen, source)
             if stale is not None:
@@ -281,6 +295,22 @@ class HarnessLedger(Correspondence):
                                    fenced=True)  # fmt: skip
                 return Admission(bound, False, True, None, "fenced: generation superseded")
             if live is not None and live[2] != holder:
+                launched = self._launched_session(tx, node, live, seen, launched_by)
+                if launched is not None:
+                    launched_id, launched_record = launched
+                    tx.run(self._q("session_lease_holder_set"), (holder, live[0]))
+                    bound = self._record_session_in(
+                        tx, now, session_id, harness, node, live[1], live[0], "ADMITTED",
+                        workspace, launched_record or record,
+                    )  # fmt: skip
+                    self._record_host(tx, now, session_id, node, live[0], seen, None, source)
+                    self.ledger._event(tx, now, node=node, kind="session.launch_bound",
+                                       generation=live[1], actor=holder, session_id=session_id,
+                                       launched_session=launched_id, lease_id=live[0])  # fmt: skip
+                    return Admission(
+                        bound, True, False, holder,
+                        "admitted: its host process is the successor onstation launched",
+                    )  # fmt: skip
                 continued = self._same_host_session(tx, live[0], seen, source)
                 if continued is not None:
                     tx.run(self._q("session_lease_holder_set"), (holder, live[0]))
@@ -350,6 +380,41 @@ class HarnessLedger(Correspondence):
             return Admission(admitted, True, False, holder, "admitted")
 
         return self.ledger._write(body)
+
+    def _launched_session(
+        self,
+        tx: Tx,
+        node: str,
+        live: tuple[int, int, str | None],
+        seen: dict[str, Any] | None,
+        launched_by: Callable[[dict[str, Any], dict[str, Any]], bool] | None,
+    ) -> tuple[str | None, dict[str, Any] | None] | None:
+        """(the session bound at launch, its launcher record) when ``seen`` is the process
+        launched for the live lease's provisional birth; None otherwise."""
+        if seen is None or launched_by is None:
+            return None
+        row = tx.one(self._q("body_provisional_launch"), (node, live[1], live[0]))
+        if row is None or not launched_by(json.loads(row[0]), seen):
+            return None
+        return (None if row[1] is None else str(row[1]),
+                None if row[2] is None else json.loads(row[2]))  # fmt: skip
+
+    def _record_first_host(
+        self,
+        tx: Tx,
+        now: int,
+        session: BodySession,
+        host: Callable[[], dict[str, Any] | None],
+        source: str,
+    ) -> None:
+        """Record the host of an admitted session that has none yet (bound at launch)."""
+        if session.lease_id is None or tx.one(self._q("body_host_of_session"),
+                                              (session.session_id,)) is not None:  # fmt: skip
+            return
+        seen = host()
+        if seen is not None:
+            self._record_host(tx, now, session.session_id, session.node, session.lease_id,
+                              seen, None, source)  # fmt: skip
 
     def _same_host_session(
         self, tx: Tx, lease_id: int, seen: dict[str, Any] | None, source: str | None

@@ -129,7 +129,7 @@ class HookRunner:
             session_id, harness=self.harness, node=node,
             workspace=found[1] if found else workspace,
             host=self._host_process, source=call.source if event == "SessionStart" else None,
-            host_gone=_host_gone,
+            host_gone=_host_gone, launched_by=_launched_by,
         )  # fmt: skip
         if admission.admitted:
             self._renew_if_due(admission.session)
@@ -725,6 +725,22 @@ def _host_gone(recorded: dict[str, Any]) -> str | None:
     except (OnstationError, ValueError, TypeError):
         return None  # an unreadable record proves nothing
     return f"{result.state}: {result.reason}" if result.gone else None
+
+
+def _launched_by(launched: dict[str, Any], seen: dict[str, Any]) -> bool:
+    """Whether the host process ``seen`` is the process a relief launched (``launched``, its
+    launch witness) or a descendant of it."""
+    from onstation.harness import witness as witnesses
+    from onstation.ledger.bodies import same_process
+
+    if same_process(launched, seen):
+        return True
+    try:
+        expected = witnesses.ProcessWitness.from_json(launched)
+    except (OnstationError, ValueError, TypeError):
+        return False  # an unreadable record proves nothing
+    pid = seen.get("pid")
+    return isinstance(pid, int) and witnesses.descends_from(pid, expected)
 
 
 def _kill_point(name: str) -> None:

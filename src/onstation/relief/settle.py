@@ -171,7 +171,6 @@ class LaunchAndSettle:
         prompt = successor_prompt(
             self.node, generation, challenge, brief.content if brief else None, capsule,
             onstation=onstation_argv(),
-            heartbeat=bool(getattr(launcher, "heartbeat_by_command", False)),
         )  # fmt: skip
         self.relief.update_relief(rid, state="LAUNCHING", to_generation=generation)
         if interactive:
@@ -299,7 +298,11 @@ class LaunchAndSettle:
         elif birth is None or birth.answered_at is None:
             reason = "no challenge answer in time"
         else:
-            reason = "no heartbeat in time"
+            # Hooks renew a launched body's lease: none did, so none of its hooks ran.
+            reason = (
+                "no heartbeat in time: no hook of the successor renewed its lease (are "
+                "onstation's hooks installed and trusted there? onstation doctor)"
+            )
         reason += f" (process {state.lower()}; effects revoked, never assumed dead)"
         self.relief.decide_birth(self.node, generation=generation, running=False, reason=reason,
                                  by=self.opts.by)  # fmt: skip

@@ -171,3 +171,19 @@ SELECT h.session_id, h.host_witness, s.generation, s.lease_id
 FROM body_host h JOIN body_session s ON s.session_id = h.session_id
 WHERE h.node = ? AND s.state = 'ADMITTED'
 ORDER BY h.at DESC, h.session_id DESC;
+
+-- name: body_host_of_session
+-- Whether a session recorded its host process.
+SELECT 1 FROM body_host WHERE session_id = ?;
+
+-- name: body_provisional_launch
+-- The launch witness of a node's provisional birth under one lease (generation, lease), with
+-- the session onstation bound at launch and its launcher record, if any.
+SELECT b.launch_witness, s.session_id, s.launcher
+FROM birth b
+LEFT JOIN body_session s
+       ON s.lease_id = b.lease_id AND s.state = 'ADMITTED' AND s.launcher IS NOT NULL
+WHERE b.node = ? AND b.generation = ? AND b.lease_id = ? AND b.state = 'PROVISIONAL'
+  AND b.launch_witness IS NOT NULL
+ORDER BY s.bound_at
+LIMIT 1;
