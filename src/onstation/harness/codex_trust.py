@@ -19,7 +19,8 @@ matcher?: M, hooks: [{type: "command", command, timeout, async}]}`` (absent opti
 omitted, ``timeout`` defaulting to 600 and at least 1, the matcher dropped for events that
 take none), as JSON with keys sorted and no spaces, SHA-256, written ``sha256:HEX``. The
 key is ``SOURCE:LABEL:GROUP:HANDLER``, SOURCE being the absolute path of the hooks file.
-Codex versions whose handler identity carries more fields (a later ``visibilityHint``) hash
+Checked against codex-cli 0.171.0 (docs/hosts.md, "Checked against the real programs").
+Codex versions whose handler identity carries more fields (a ``visibilityHint`` in some) hash
 differently: a mismatch is therefore reported as "review again", not as tampering.
 """
 
