@@ -15,23 +15,17 @@ ledgers (SQLite and PostgreSQL):
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hookworld import ONSTATION, answer, git_project, hook_env, hook_payload
 
 from onstation.ledger import Ledger
 from onstation.relief import hook_texts
 
-ONSTATION = str(Path(sys.executable).with_name("onstation"))
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "t@example.com",
-}  # fmt: skip
 UNREACHABLE_PG = "postgresql://postgres@127.0.0.1:1/x"
 
 #: Top-level keys each Codex output schema allows (``additionalProperties: false``), from
@@ -49,13 +43,6 @@ CODEX_KEYS = {
 IMPERATIVE = re.compile(r"\bSTOP\b|\bMUST\b|(?i:\byou must\b|\bdo not\b|\bimmediately\b)")
 
 
-def sh(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        args, cwd=cwd, capture_output=True, text=True, env={**os.environ, **GIT_ENV}, check=True
-    )
-    return done.stdout.strip()
-
-
 class Host:
     """Claude Code's or Codex's hook runner: one payload on stdin, the answer read back."""
 
@@ -68,20 +55,16 @@ class Host:
         self.transcript.touch()
 
     def fire(self, event: str, **fields: Any) -> dict[str, Any] | None:
-        payload: dict[str, Any] = {"session_id": self.session,
-                                   "transcript_path": str(self.transcript),
-                                   "cwd": str(self.project), "hook_event_name": event,
-                                   "permission_mode": "default"}  # fmt: skip
         if self.harness == "codex":  # codex-rs/hooks/src/schema.rs: turn_id and model too
-            payload |= {"turn_id": "turn-1", "model": "gpt-5.3-codex"}
-        payload |= fields
+            fields = {"turn_id": "turn-1", "model": "gpt-5.3-codex", **fields}
+        payload = hook_payload(self.project, self.session, event, **fields)
         done = subprocess.run(
             [ONSTATION, "hook", self.harness, event], input=json.dumps(payload),
             capture_output=True, text=True, env=self.env, cwd=self.project, timeout=120,
             check=False,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
-        out = json.loads(done.stdout) if done.stdout.strip() else None
+        out = answer(done.stdout)
         if self.harness == "codex" and out is not None:
             assert set(out) <= CODEX_KEYS[event], out  # the schema's additionalProperties
         return out
@@ -101,15 +84,7 @@ class Host:
 
 
 def _project(tmp_path: Path, db: str, config: dict[str, Any] | None = None) -> dict[str, Any]:
-    origin = tmp_path / "origin.git"
-    project = tmp_path / "app"
-    sh(tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(origin))
-    sh(tmp_path, "git", "init", "-q", "-b", "main", str(project))
-    (project / "README.md").write_text("app\n")
-    sh(project, "git", "add", "README.md")
-    sh(project, "git", "commit", "-q", "-m", "init")
-    sh(project, "git", "remote", "add", "origin", str(origin))
-    sh(project, "git", "push", "-q", "-u", "origin", "main")
+    project, _ = git_project(tmp_path)
     (project / ".onstation").mkdir()
     (project / ".onstation" / "config.json").write_text(
         json.dumps({"node": "exec-1", **(config or {})})
@@ -117,8 +92,7 @@ def _project(tmp_path: Path, db: str, config: dict[str, Any] | None = None) -> d
     if db != UNREACHABLE_PG and "broken" not in db:
         with Ledger.open(db) as ledger:
             ledger.register_node("exec-1", role="executor", by="test")
-    env = {**os.environ, **GIT_ENV, "ONSTATION_DB": db,
-           "XDG_STATE_HOME": str(tmp_path / "state")}  # fmt: skip
+    env = hook_env(tmp_path, db)
     env.pop("ONSTATION_HOOK_FAIL", None)
     return {"project": project, "env": env, "db": db}
 
@@ -193,7 +167,10 @@ def test_a_refused_session_is_told_where_the_user_sees_it(tmp_path: Path, harnes
     assert second.bash("ls", "t-ls") is None
 
 
-def _unreadable_sqlite(tmp_path: Path) -> str:
+def _unreachable(tmp_path: Path, ledger: str) -> str:
+    """A ledger URL the hooks cannot use: a closed PostgreSQL port, or an unreadable file."""
+    if ledger == "postgres":
+        return UNREACHABLE_PG
     path = tmp_path / "broken.db"
     path.write_bytes(b"this is not an SQLite database, it only has the name of one\n" * 64)
     return str(path)
@@ -204,8 +181,7 @@ def _unreadable_sqlite(tmp_path: Path) -> str:
 def test_an_unreachable_ledger_fails_open_with_a_notice(
     tmp_path: Path, harness: str, ledger: str
 ) -> None:
-    db = UNREACHABLE_PG if ledger == "postgres" else _unreadable_sqlite(tmp_path)
-    world = _project(tmp_path, db)
+    world = _project(tmp_path, _unreachable(tmp_path, ledger))
     host = Host(harness, world["project"], world["env"], "sess-a")
     for out in (host.bash("git push origin main", "t-push"), host.bash("ls", "t-ls")):
         assert out is not None and "hookSpecificOutput" not in out  # no decision
@@ -223,8 +199,7 @@ def test_an_unreachable_ledger_fails_open_with_a_notice(
 def test_fail_closed_denies_effect_capable_calls_only(
     tmp_path: Path, harness: str, ledger: str
 ) -> None:
-    db = UNREACHABLE_PG if ledger == "postgres" else _unreadable_sqlite(tmp_path)
-    world = _project(tmp_path, db)
+    world = _project(tmp_path, _unreachable(tmp_path, ledger))
     host = Host(harness, world["project"], {**world["env"], "ONSTATION_HOOK_FAIL": "closed"},
                 "sess-a")  # fmt: skip
     push = host.bash("git push origin main", "t-push")

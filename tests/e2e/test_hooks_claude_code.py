@@ -4,114 +4,21 @@ the command strings taken from the settings.json that `onstation install` wrote.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hookworld import ONSTATION, Claude, commit, installed_world, sh
 
 from onstation.core.effects import EffectState
 from onstation.ledger import Ledger
 
-ONSTATION = str(Path(sys.executable).with_name("onstation"))
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "t@example.com",
-}  # fmt: skip
-
-
-def sh(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        args, cwd=cwd, capture_output=True, text=True, env={**os.environ, **GIT_ENV}, check=True
-    )
-    return done.stdout.strip()
-
-
-class Claude:
-    """A stand-in for Claude Code's hook runner: it runs the configured command strings."""
-
-    def __init__(self, project: Path, env: dict[str, str], session_id: str) -> None:
-        self.project = project
-        self.env = env
-        self.session_id = session_id
-        self.transcript = project.parent / f"{session_id}.jsonl"
-        self.transcript.touch()
-        settings = json.loads((project / ".claude" / "settings.local.json").read_text())
-        self.commands = {
-            event: groups[-1]["hooks"][0]["command"] for event, groups in settings["hooks"].items()
-        }
-        self.turn = 0
-
-    def fire(self, event: str, **fields: Any) -> tuple[dict[str, Any] | None, str, int]:
-        payload = {
-            "session_id": self.session_id,
-            "transcript_path": str(self.transcript),
-            "cwd": str(self.project),
-            "hook_event_name": event,
-            "permission_mode": "default",
-            **fields,
-        }
-        done = subprocess.run(  # noqa: S602 - the command string as Claude Code runs it
-            self.commands[event], shell=True, input=json.dumps(payload), capture_output=True,
-            text=True, env=self.env, cwd=self.project, timeout=60, check=False,
-        )  # fmt: skip
-        out = json.loads(done.stdout) if done.stdout.strip() else None
-        return out, done.stderr, done.returncode
-
-    def context(self, event: str, **fields: Any) -> str:
-        out, err, code = self.fire(event, **fields)
-        assert code == 0, err
-        if out is None:
-            return ""
-        return str(out["hookSpecificOutput"].get("additionalContext", ""))
-
-    def assistant_turn(self, context_tokens: int) -> None:
-        """Append what Claude Code writes for one API call (two streaming lines)."""
-        self.turn += 1
-        usage = {"input_tokens": 3, "cache_creation_input_tokens": 500,
-                 "cache_read_input_tokens": context_tokens - 503, "output_tokens": 80}  # fmt: skip
-        for stop in (None, "tool_use"):
-            line = {
-                "type": "assistant", "isSidechain": False, "sessionId": self.session_id,
-                "uuid": f"u{self.turn}-{stop}", "requestId": f"req_{self.turn}",
-                "message": {"id": f"msg_{self.turn}", "role": "assistant",
-                            "model": "claude-sonnet-4-5-20250929", "stop_reason": stop,
-                            "content": [{"type": "text", "text": "working"}], "usage": usage},
-            }  # fmt: skip
-            with self.transcript.open("a") as fh:
-                fh.write(json.dumps(line) + "\n")
-
-    def bash(self, command: str, tool_use_id: str) -> tuple[dict[str, Any] | None, str]:
-        out, err, code = self.fire(
-            "PreToolUse", tool_name="Bash", tool_use_id=tool_use_id,
-            tool_input={"command": command, "description": "run"},
-        )  # fmt: skip
-        assert code == 0, err
-        return out, err
-
 
 @pytest.fixture
 def world(tmp_path: Path) -> dict[str, Any]:
-    origin = tmp_path / "origin.git"
-    project = tmp_path / "app"
-    sh(tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(origin))
-    sh(tmp_path, "git", "init", "-q", "-b", "main", str(project))
-    (project / "README.md").write_text("app\n")
-    sh(project, "git", "add", "README.md")
-    sh(project, "git", "commit", "-q", "-m", "init")
-    sh(project, "git", "remote", "add", "origin", str(origin))
-    sh(project, "git", "push", "-q", "-u", "origin", "main")
-    env = {**os.environ, **GIT_ENV, "ONSTATION_DB": str(tmp_path / "ledger.db"),
-           "XDG_STATE_HOME": str(tmp_path / "state")}  # fmt: skip
-    done = subprocess.run(
-        [ONSTATION, "install", "claude-code", "--project", str(project), "--node", "exec-1"],
-        capture_output=True, text=True, env=env, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return {"project": project, "env": env, "db": str(tmp_path / "ledger.db")}
+    return installed_world(tmp_path)
 
 
 def test_green_to_critical_messages_stop_block_and_brief(world: dict[str, Any]) -> None:
@@ -210,9 +117,7 @@ def test_git_push_is_journaled_and_never_repeated(world: dict[str, Any]) -> None
     project = world["project"]
     claude = Claude(project, world["env"], "sess-push")
     claude.context("SessionStart", source="startup")
-    (project / "a.txt").write_text("a\n")
-    sh(project, "git", "add", "a.txt")
-    sh(project, "git", "commit", "-q", "-m", "a")
+    commit(project, "a.txt")
 
     out, _ = claude.bash("git push", "t-push-1")
     assert out is None  # allowed, journaled as INTENDED then DISPATCHED
@@ -228,9 +133,7 @@ def test_git_push_is_journaled_and_never_repeated(world: dict[str, Any]) -> None
     assert out is not None and out["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert "not repeating" in out["hookSpecificOutput"]["permissionDecisionReason"]
 
-    (project / "b.txt").write_text("b\n")
-    sh(project, "git", "add", "b.txt")
-    sh(project, "git", "commit", "-q", "-m", "b")
+    commit(project, "b.txt")
     out, _ = claude.bash("git push origin main", "t-push-3")  # new commit: a new effect
     assert out is None
     # The body dies here: no PostToolUse ever comes for t-push-3.

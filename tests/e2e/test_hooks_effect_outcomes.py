@@ -8,14 +8,12 @@ PostToolUseFailure or PermissionDenied, or only the transcript (a declined promp
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_hooks_claude_code import GIT_ENV, ONSTATION, Claude, sh
+from hookworld import ONSTATION, Claude, commit, installed_world, sh
 
 from onstation.core.effects import EffectState
 from onstation.ledger import Ledger
@@ -29,45 +27,23 @@ DECLINED = (
 
 @pytest.fixture
 def world(tmp_path: Path) -> dict[str, Any]:
-    origin = tmp_path / "origin.git"
-    project = tmp_path / "app"
-    sh(tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(origin))
-    sh(tmp_path, "git", "init", "-q", "-b", "main", str(project))
-    (project / "README.md").write_text("app\n")
-    sh(project, "git", "add", "README.md")
-    sh(project, "git", "commit", "-q", "-m", "init")
-    sh(project, "git", "remote", "add", "origin", str(origin))
-    sh(project, "git", "push", "-q", "-u", "origin", "main")
-    env = {**os.environ, **GIT_ENV, "ONSTATION_DB": str(tmp_path / "ledger.db"),
-           "XDG_STATE_HOME": str(tmp_path / "state")}  # fmt: skip
-    done = subprocess.run(
-        [ONSTATION, "install", "claude-code", "--project", str(project), "--node", "exec-1"],
-        capture_output=True, text=True, env=env, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    (project / "a.txt").write_text("a\n")
-    sh(project, "git", "add", "a.txt")
-    sh(project, "git", "commit", "-q", "-m", "a")
-    claude = Claude(project, env, "sess-1")
+    world = installed_world(tmp_path)
+    commit(world["project"], "a.txt")
+    claude = Claude(world["project"], world["env"], "sess-1")
     claude.context("SessionStart", source="startup")
-    return {"project": project, "env": env, "db": str(tmp_path / "ledger.db"), "claude": claude,
-            "origin": origin}  # fmt: skip
+    return {**world, "claude": claude}
 
 
 def _tool_use(claude: Claude, tool_use_id: str, command: str) -> None:
     """What Claude Code writes before it runs the hooks: the assistant's tool_use."""
-    line = {"type": "assistant", "sessionId": claude.session_id, "message": {
+    claude.append({"type": "assistant", "sessionId": claude.session_id, "message": {
         "role": "assistant", "content": [{"type": "tool_use", "id": tool_use_id, "name": "Bash",
-                                          "input": {"command": command}}]}}  # fmt: skip
-    with claude.transcript.open("a") as fh:
-        fh.write(json.dumps(line) + "\n")
+                                          "input": {"command": command}}]}})  # fmt: skip
 
 
 def _user(claude: Claude, content: list[dict[str, Any]]) -> None:
-    line = {"type": "user", "sessionId": claude.session_id,
-            "message": {"role": "user", "content": content}}  # fmt: skip
-    with claude.transcript.open("a") as fh:
-        fh.write(json.dumps(line) + "\n")
+    claude.append({"type": "user", "sessionId": claude.session_id,
+                   "message": {"role": "user", "content": content}})  # fmt: skip
 
 
 def _effects(world: dict[str, Any]) -> list[Any]:

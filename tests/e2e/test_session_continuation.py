@@ -10,98 +10,14 @@ is a second body and is refused.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hookworld import Host, installed_world
 
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import HarnessLedger
-
-ONSTATION = str(Path(sys.executable).with_name("onstation"))
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "t@example.com",
-}  # fmt: skip
-
-# One host process: reads one JSON request per line ({"command", "payload"}), runs the command
-# through `sh -c` with the payload on stdin, answers one JSON line (stdout, stderr, code).
-HOST = textwrap.dedent(
-    """
-    import json, subprocess, sys
-    for line in sys.stdin:
-        request = json.loads(line)
-        done = subprocess.run(["/bin/sh", "-c", request["command"]],
-                              input=json.dumps(request["payload"]), capture_output=True,
-                              text=True, timeout=60)
-        print(json.dumps({"stdout": done.stdout, "stderr": done.stderr,
-                          "code": done.returncode}), flush=True)
-    """
-)
-
-
-def sh(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        args, cwd=cwd, capture_output=True, text=True, env={**os.environ, **GIT_ENV}, check=True
-    )
-    return done.stdout.strip()
-
-
-class Host:
-    """A host process (a stand-in for one running Claude Code) that fires hook commands."""
-
-    def __init__(self, project: Path, env: dict[str, str]) -> None:
-        self.project = project
-        settings_dir = project / ".claude"
-        local = settings_dir / "settings.local.json"
-        settings = json.loads(
-            (local if local.exists() else settings_dir / "settings.json").read_text()
-        )
-        self.commands = {
-            event: groups[-1]["hooks"][0]["command"] for event, groups in settings["hooks"].items()
-        }
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", HOST], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            text=True, env=env, cwd=project,
-        )  # fmt: skip
-
-    def fire(self, session_id: str, event: str, **fields: Any) -> dict[str, Any] | None:
-        payload = {
-            "session_id": session_id,
-            "transcript_path": str(self.project.parent / f"{session_id}.jsonl"),
-            "cwd": str(self.project),
-            "hook_event_name": event,
-            "permission_mode": "default",
-            **fields,
-        }
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(
-            json.dumps({"command": self.commands[event], "payload": payload}) + "\n"
-        )
-        self.process.stdin.flush()
-        reply = json.loads(self.process.stdout.readline())
-        assert reply["code"] == 0, reply["stderr"]
-        return json.loads(reply["stdout"]) if reply["stdout"].strip() else None
-
-    def context(self, session_id: str, event: str, **fields: Any) -> str:
-        out = self.fire(session_id, event, **fields)
-        return "" if out is None else str(out["hookSpecificOutput"].get("additionalContext", ""))
-
-    def push(self, session_id: str, tool_use_id: str) -> dict[str, Any] | None:
-        return self.fire(
-            session_id, "PreToolUse", tool_name="Bash", tool_use_id=tool_use_id,
-            tool_input={"command": "git push origin main", "description": "push"},
-        )  # fmt: skip
-
-    def close(self) -> None:
-        if self.process.stdin is not None and not self.process.stdin.closed:
-            self.process.stdin.close()
-        self.process.wait(timeout=30)
 
 
 def denied(answer: dict[str, Any] | None) -> bool:
@@ -113,32 +29,16 @@ def denied(answer: dict[str, Any] | None) -> bool:
 
 @pytest.fixture
 def world(tmp_path: Path) -> Any:
-    origin = tmp_path / "origin.git"
-    project = tmp_path / "app"
-    sh(tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(origin))
-    sh(tmp_path, "git", "init", "-q", "-b", "main", str(project))
-    (project / "README.md").write_text("app\n")
-    sh(project, "git", "add", "README.md")
-    sh(project, "git", "commit", "-q", "-m", "init")
-    sh(project, "git", "remote", "add", "origin", str(origin))
-    sh(project, "git", "push", "-q", "-u", "origin", "main")
-    env = {**os.environ, **GIT_ENV, "ONSTATION_DB": str(tmp_path / "ledger.db"),
-           "XDG_STATE_HOME": str(tmp_path / "state"),
-           # What is tested is admission; a loaded machine must not turn a push into an
-           # over-budget denial.
-           "ONSTATION_HOOK_BUDGET": "60"}  # fmt: skip
-    done = subprocess.run(
-        [ONSTATION, "install", "claude-code", "--project", str(project), "--node", "exec-1"],
-        capture_output=True, text=True, env=env, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    # What is tested is admission; a loaded machine must not turn a push into an over-budget
+    # denial.
+    world = installed_world(tmp_path, ONSTATION_HOOK_BUDGET="60")
     hosts: list[Host] = []
 
     def host() -> Host:
-        hosts.append(Host(project, env))
+        hosts.append(Host(world["project"], world["env"]))
         return hosts[-1]
 
-    yield {"project": project, "db": str(tmp_path / "ledger.db"), "host": host}
+    yield {**world, "host": host}
     for each in hosts:
         each.close()
 
