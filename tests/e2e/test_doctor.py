@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from onstation.harness.adapters import CLAUDE_CODE, CODEX
+
 ONSTATION = str(Path(sys.executable).with_name("onstation"))
 
 
@@ -124,7 +126,8 @@ def test_an_untrusted_codex_install_is_detected(tmp_path: Path, env: dict[str, s
     assert code == 1
     trust = [c for c in failures(report) if c["check"] == "codex-trust"]
     assert any("not trusted yet" in c["detail"] for c in trust)
-    assert any("6 onstation hook(s) untrusted" in c["detail"] for c in trust)
+    assert any(f"{len(CODEX.hook_events)} onstation hook(s) untrusted" in c["detail"]
+               for c in trust)  # fmt: skip
     assert any(c["fix"].endswith("codex, then /hooks") for c in trust)
 
     # The user trusts the project and reviews the hooks in /hooks: Codex writes this.
@@ -136,8 +139,8 @@ def test_an_untrusted_codex_install_is_detected(tmp_path: Path, env: dict[str, s
     config.write_text("\n".join(lines))
     code, report = doctor(env, project)
     assert [c for c in report["checks"] if c["check"] == "codex-trust"] == [
-        {"check": "codex-trust", "status": "ok", "detail": "6 onstation hooks trusted",
-         "fix": None}
+        {"check": "codex-trust", "status": "ok",
+         "detail": f"{len(CODEX.hook_events)} onstation hooks trusted", "fix": None}
     ]  # fmt: skip
     assert code == 0
 
@@ -154,3 +157,137 @@ def test_an_untrusted_codex_install_is_detected(tmp_path: Path, env: dict[str, s
     config.write_text(config.read_text().replace('"trusted"', '"untrusted"'))
     code, report = doctor(env, project)
     assert code == 1 and any("is untrusted" in c["detail"] for c in failures(report))
+
+
+def test_an_install_from_before_postcompact_is_a_warning_with_the_upgrade(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """An earlier version's install (no PostCompact in its record) works with one signal
+    fewer: a warning naming the upgrade, not a failure; a recorded event gone is a failure."""
+    project = installed(tmp_path, env, "claude-code")
+    record_file = project / ".onstation" / "install-claude-code.json"
+    record = json.loads(record_file.read_text())
+    del record["added_hooks"]["PostCompact"]
+    record_file.write_text(json.dumps(record))
+    local = project / ".claude" / "settings.local.json"
+    data = json.loads(local.read_text())
+    del data["hooks"]["PostCompact"]
+    local.write_text(json.dumps(data))
+    code, report = doctor(env, project)
+    assert code == 0 and failures(report) == [], report
+    [warn] = [c for c in report["checks"] if "PostCompact" in c["detail"]]
+    assert warn["status"] == "warn" and "earlier version" in warn["detail"]
+    assert warn["fix"] == f"onstation install claude-code --project {project} (upgrades it)"
+    assert run(env, "install", "claude-code", "--project", str(project)).returncode == 0
+    code, report = doctor(env, project)
+    assert code == 0 and not [c for c in report["checks"] if "PostCompact" in c["detail"]]
+
+
+# -- the Claude Code plugin ------------------------------------------------------------------
+
+
+def plugin_installed(tmp_path: Path, env: dict[str, str], *, enable: bool = True) -> Path:
+    """The onstation plugin written, then installed as Claude Code installs a plugin from a
+    local marketplace (Claude Code docs, "Plugin loading reference": enabled in a settings
+    file's enabledPlugins as PLUGIN@MARKETPLACE; the marketplace recorded in
+    ~/.claude/plugins/known_marketplaces.json; the plugin copied into
+    ~/.claude/plugins/cache/MARKETPLACE/PLUGIN/VERSION and recorded in installed_plugins.json
+    with its installPath). Returns the copy Claude Code runs."""
+    import shutil
+
+    market = tmp_path / "plugin"
+    done = run(env, "install", "claude-code", "--plugin", str(market))
+    assert done.returncode == 0, done.stderr
+    plugins = Path(env["CLAUDE_CONFIG_DIR"]) / "plugins"
+    cache = plugins / "cache" / "onstation-local" / "onstation" / "0.1.0"
+    shutil.copytree(market / "onstation", cache)
+    plugins.joinpath("known_marketplaces.json").write_text(json.dumps({
+        "onstation-local": {"source": {"source": "directory", "path": str(market)},
+                            "installLocation": str(market)}}))  # fmt: skip
+    plugins.joinpath("installed_plugins.json").write_text(json.dumps({
+        "version": 2, "plugins": {"onstation@onstation-local": [
+            {"scope": "user", "installPath": str(cache), "version": "0.1.0"}]}}))  # fmt: skip
+    settings = Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json"
+    settings.write_text(json.dumps({"enabledPlugins": {"onstation@onstation-local": enable}}))
+    return cache
+
+
+def bound(tmp_path: Path, env: dict[str, str]) -> Path:
+    project = tmp_path / "app"
+    project.mkdir()
+    assert run(env, "node", "register", "app").returncode == 0
+    assert run(env, "workspace", "bind", str(project), "app").returncode == 0
+    return project
+
+
+def test_a_plugin_install_passes_the_install_check(tmp_path: Path, env: dict[str, str]) -> None:
+    """Before: a workspace whose hooks come from the plugin was reported "not installed"."""
+    cache = plugin_installed(tmp_path, env)
+    project = bound(tmp_path, env)
+    code, report = doctor(env, project)
+    assert code == 0 and failures(report) == [], report
+    [ok] = [c for c in report["checks"] if c["check"] == "install" and c["status"] == "ok"]
+    assert f"{len(CLAUDE_CODE.hook_events)} hook events from the plugin at {cache}" in ok["detail"]
+    assert "onstation@onstation-local, enabled in user settings" in ok["detail"]
+    # A plugin declares no status line: a warning, as docs/hooks.md says.
+    assert any(c["status"] == "warn" and "status line" in c["detail"] for c in report["checks"])
+
+    # The local project settings turn it off: the highest layer naming it decides.
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.local.json").write_text(
+        json.dumps({"enabledPlugins": {"onstation@onstation-local": False}})
+    )
+    code, report = doctor(env, project)
+    assert code == 1 and any("not installed" in c["detail"] for c in failures(report))
+
+
+def test_a_plugin_dir_loaded_for_a_session_is_checked(tmp_path: Path, env: dict[str, str]) -> None:
+    """`claude --plugin-dir DIR` leaves nothing on disk: doctor is told the folder."""
+    market = tmp_path / "plugin"
+    assert run(env, "install", "claude-code", "--plugin", str(market)).returncode == 0
+    project = bound(tmp_path, env)
+    done = run(env, "doctor", "--project", str(project), "--plugin-dir",
+               str(market / "onstation"), "--json")  # fmt: skip
+    report = json.loads(done.stdout)
+    assert done.returncode == 0 and failures(report) == [], report
+    assert any(c["status"] == "ok" and f"plugin at {market / 'onstation'}" in c["detail"]
+               for c in report["checks"])  # fmt: skip
+
+
+def test_a_broken_plugin_fails_with_what_to_fix(tmp_path: Path, env: dict[str, str]) -> None:
+    cache = plugin_installed(tmp_path, env)
+    project = bound(tmp_path, env)
+    hooks_file = cache / "hooks" / "hooks.json"
+    good = hooks_file.read_text()
+
+    hooks_file.write_text(good[:-20])  # truncated
+    code, report = doctor(env, project)
+    assert code == 1
+    [problem] = failures(report)
+    assert problem["check"] == "install" and "not valid JSON" in problem["detail"]
+    assert str(hooks_file) in problem["detail"]
+    assert problem["fix"].startswith("onstation install claude-code --plugin")
+
+    # A hook command whose program is gone (CLAUDE_PLUGIN_ROOT read as the plugin's folder).
+    hooks_file.write_text(good)
+    (cache / "bin" / "onstation").unlink()
+    code, report = doctor(env, project)
+    assert code == 1
+    assert any(f"{cache}/bin/onstation does not exist" in c["detail"] for c in failures(report))
+
+    # The launcher is there but what it runs moved away.
+    (cache / "bin" / "onstation").write_text('#!/bin/sh\nexec /nonexistent/onstation "$@"\n')
+    (cache / "bin" / "onstation").chmod(0o755)
+    code, report = doctor(env, project)
+    assert code == 1
+    [problem] = failures(report)
+    assert "runs /nonexistent/onstation, which does not exist" in problem["detail"]
+
+    # Enabled, but Claude Code holds no copy of it.
+    (Path(env["CLAUDE_CONFIG_DIR"]) / "plugins" / "installed_plugins.json").unlink()
+    (Path(env["CLAUDE_CONFIG_DIR"]) / "plugins" / "known_marketplaces.json").unlink()
+    code, report = doctor(env, project)
+    assert code == 1
+    [problem] = failures(report)
+    assert "no copy of it on this machine" in problem["detail"]
+    assert "/plugin install onstation@onstation-local" in problem["fix"]

@@ -8,8 +8,10 @@ them, with payloads shaped as the hosts send them (harness-formats.md §1.3, §2
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -296,3 +298,168 @@ def test_codex_hook_hash_follows_codexs_normalized_identity() -> None:
     assert codex_trust.hook_hash("Stop", None, "x", 30) != codex_trust.hook_hash(
         "Stop", None, "x", 31
     )
+
+
+# -- PostCompact: installed for both hosts, and upgraded into an earlier install ------------
+
+#: What a compaction hook is sent. Claude Code: hooks reference, "PostCompact" (trigger,
+#: compact_summary). Codex: openai/codex codex-rs/hooks/schema/generated/
+#: post-compact.command.input.schema.json (every field required, no others allowed).
+POST_COMPACT = {
+    "claude-code": {"hook_event_name": "PostCompact", "trigger": "auto",
+                    "compact_summary": "Summary of the conversation so far."},
+    "codex": {"hook_event_name": "PostCompact", "trigger": "auto", "model": "gpt-5.3-codex",
+              "turn_id": "turn-2"},
+}  # fmt: skip
+
+
+def _fire(command: str, payload: dict[str, Any], env: dict[str, str], project: Path) -> str:
+    done = subprocess.run(  # noqa: S602 - the command string as the host runs it
+        command, shell=True, input=json.dumps(payload), capture_output=True, text=True,
+        env=env, cwd=project, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "failed open" not in done.stderr, done.stderr
+    return done.stdout
+
+
+def _rollout(path: Path) -> None:
+    """A Codex rollout with one token count (test_statusline_and_codex.py)."""
+    line = {"timestamp": "2026-05-14T10:00:00.000Z", "type": "event_msg",
+            "payload": {"type": "token_count",
+                        "info": {"model_context_window": 258400,
+                                 "last_token_usage": {"input_tokens": 20000,
+                                                      "cached_input_tokens": 0,
+                                                      "output_tokens": 300,
+                                                      "reasoning_output_tokens": 0,
+                                                      "total_tokens": 20300}}}}  # fmt: skip
+    path.write_text(json.dumps(line) + "\n")
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "codex"])
+def test_the_installed_postcompact_hook_starts_a_context_epoch(
+    tmp_path: Path, env: dict[str, str], harness: str
+) -> None:
+    """Before: install registered no PostCompact, so the host never called the handler."""
+    project = project_dir(tmp_path)
+    done = run(env, "install", harness, "--project", str(project), "--node", "app", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "PostCompact" in json.loads(done.stdout)["hooks"]
+    name = ".claude/settings.local.json" if harness == "claude-code" else ".codex/hooks.json"
+    settings = json.loads((project / name).read_text())
+    [group] = settings["hooks"]["PostCompact"]
+    assert "matcher" not in group  # PostCompact takes none on either host
+    command = group["hooks"][0]["command"]
+    assert command == f"{ONSTATION} hook {harness} PostCompact"
+
+    transcript = tmp_path / "rollout.jsonl"
+    common = {"session_id": "s-compact", "cwd": str(project), "transcript_path": str(transcript)}
+    start = settings["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    _fire(start, {**common, "hook_event_name": "SessionStart", "source": "startup",
+                  "model": "gpt-5.3-codex"}, env, project)  # fmt: skip
+    if harness == "codex":  # a usage in the current epoch: the rollout, read on a prompt
+        _rollout(transcript)
+        prompt = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+        _fire(prompt, {**common, "hook_event_name": "UserPromptSubmit", "prompt": "go",
+                       "model": "gpt-5.3-codex", "turn_id": "turn-1"}, env, project)  # fmt: skip
+    else:  # the status line's usage
+        status = {**STATUS, "session_id": "s-compact", "cwd": str(project)}
+        subprocess.run(  # noqa: S602 - the status line as Claude Code runs it
+            settings["statusLine"]["command"], shell=True, input=json.dumps(status),
+            capture_output=True, text=True, env=env, timeout=60, check=True,
+        )  # fmt: skip
+    _fire(command, {**common, **POST_COMPACT[harness]}, env, project)
+    events = json.loads(run(env, "history", "app", "--json").stdout)["events"]
+    compacted = [e for e in events if e["kind"] == "hull.compacted"]
+    assert len(compacted) == 1, events
+    assert f"{harness} PostCompact" in json.dumps(compacted[0])
+
+
+def _make_older(project: Path, harness: str, node: str) -> Path:
+    """Turn this install into one an earlier version made: record version 2, no PostCompact,
+    and (Claude Code) skills that had the node's name and tier percentages baked in."""
+    record_file = project / ".onstation" / f"install-{harness}.json"
+    record = json.loads(record_file.read_text())
+    settings = Path(record["settings"])
+    data = json.loads(settings.read_text())
+    del data["hooks"]["PostCompact"]
+    settings.write_text(json.dumps(data, indent=2) + "\n")
+    del record["added_hooks"]["PostCompact"]
+    record["version"] = 2
+    for skill in record["skills"]:
+        old = f"Red from 33 %: `onstation brief write {node} --task ...`\n"
+        Path(skill["path"]).write_text(old)
+        skill["sha256"] = hashlib.sha256(old.encode()).hexdigest()
+    record_file.write_text(json.dumps(record, indent=2) + "\n")
+    return settings
+
+
+def _onstation_handlers(settings: Path, harness: str) -> dict[str, int]:
+    hooks = json.loads(settings.read_text())["hooks"]
+    return {event: sum(f" hook {harness} " in h["command"] for g in groups for h in g["hooks"])
+            for event, groups in hooks.items()}  # fmt: skip
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "codex"])
+def test_installing_over_an_earlier_install_upgrades_it(
+    tmp_path: Path, env: dict[str, str], harness: str
+) -> None:
+    """Before: an earlier install (no PostCompact, skills naming the node) made install refuse
+    ("already installed; uninstall first"), and its skills read as foreign files."""
+    project = project_dir(tmp_path)
+    name = ".claude/settings.local.json" if harness == "claude-code" else ".codex/hooks.json"
+    (project / name).parent.mkdir(exist_ok=True)
+    original = b'{\n    "model": "opus"\n}\n'
+    (project / name).write_bytes(original)
+    assert run(env, "install", harness, "--project", str(project), "--node", "app").returncode == 0
+    settings = _make_older(project, harness, "app")
+    host = CLAUDE_CODE if harness == "claude-code" else CODEX
+
+    done = run(env, "install", harness, "--project", str(project), "--node", "app")
+    assert done.returncode == 0, done.stderr
+    assert "upgraded the earlier install" in done.stdout
+    assert _onstation_handlers(settings, harness) == dict.fromkeys(host.hook_events, 1)
+    record = json.loads((project / ".onstation" / f"install-{harness}.json").read_text())
+    assert set(record["added_hooks"]) == set(host.hook_events)
+    assert record["gitignore"] == str(project / ".onstation" / ".gitignore")
+    for skill in record["skills"]:
+        text = Path(skill["path"]).read_text()
+        assert "app" not in text.split() and "33 %" not in text
+    # The same install again is a no-op refused, as before.
+    assert run(env, "install", harness, "--project", str(project)).returncode == 5
+
+    assert run(env, "uninstall", harness, "--project", str(project)).returncode == 0
+    assert settings.read_bytes() == original  # the bytes from before the first install
+    assert not (project / ".claude" / "skills").exists()
+    assert not (project / ".onstation" / ".gitignore").exists()
+
+
+#: Imperative markers a prompt-injection defence flags (test_hook_answers_real.py).
+IMPERATIVE = re.compile(r"\bSTOP\b|\bMUST\b|(?i:\byou must\b|\bdo not\b|\bimmediately\b)")
+
+
+def test_a_project_install_writes_only_local_settings_and_portable_skills(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """.claude/ is committed by teams: what install puts there besides the uncommitted local
+    settings (the skills) holds nothing of this machine, this workspace or this node."""
+    project = project_dir(tmp_path)
+    node = "exec-login-7"
+    done = run(env, "install", "claude-code", "--project", str(project), "--node", node)
+    assert done.returncode == 0, done.stderr
+    written = sorted(str(p.relative_to(project / ".claude"))
+                     for p in (project / ".claude").rglob("*") if p.is_file())  # fmt: skip
+    assert written == ["settings.local.json", "skills/onstation-coord-respawn/SKILL.md",
+                       "skills/onstation-relief/SKILL.md"]  # fmt: skip
+    plugin = tmp_path / "plugin"
+    assert run(env, "install", "claude-code", "--plugin", str(plugin)).returncode == 0
+    for name in ("onstation-relief", "onstation-coord-respawn"):
+        text = (project / ".claude" / "skills" / name / "SKILL.md").read_text()
+        for machine in (node, str(project), str(tmp_path), ONSTATION, os.path.dirname(ONSTATION)):
+            assert machine not in text, (name, machine)
+        assert not re.search(r"\d+ ?%", text), name  # tier percentages are configuration
+        assert "session-start notice" in text  # where the node and generation are named
+        assert not IMPERATIVE.search(text), IMPERATIVE.search(text)
+        # The plugin carries the same text.
+        assert (plugin / "onstation" / "skills" / name / "SKILL.md").read_text() == text
+    assert IMPERATIVE.search("write the brief immediately")  # the scan can fail

@@ -69,7 +69,7 @@ def test_install_merges_and_uninstall_restores_the_identical_file(tmp_path: Path
     assert data["statusLine"]["padding"] == 0
     for skill in ("onstation-relief", "onstation-coord-respawn"):
         text = (tmp_path / ".claude" / "skills" / skill / "SKILL.md").read_text()
-        assert "onstation" in text and "exec-1" in text
+        assert "onstation" in text and "exec-1" not in text  # no node baked in
     with pytest.raises(Conflict):
         install("claude-code", project=str(tmp_path), user=False, node="exec-1")
 

@@ -57,10 +57,35 @@ def test_the_harnesses_with_hooks_are_claude_code_and_codex() -> None:
     assert not FAKE.has_hooks
     assert CLAUDE_CODE.hook_events == (
         "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "PreCompact",
-        "SessionEnd", "PostToolUseFailure", "PermissionDenied",
+        "PostCompact", "SessionEnd", "PostToolUseFailure", "PermissionDenied",
     )  # fmt: skip
     # Codex has no SessionEnd, PostToolUseFailure or PermissionDenied.
     assert CODEX.hook_events == CLAUDE_CODE.hook_events[:-3]
+
+
+def test_every_event_install_adds_has_a_handler_and_a_codex_label() -> None:
+    """An event installed without a handler is a process spawned for nothing; a handler
+    without its event (PostCompact, before) never runs. Codex must know each of its events
+    by label (its trust hash is keyed on it)."""
+    from onstation.harness.codex_trust import EVENT_LABELS
+    from onstation.relief.hooks import _HANDLERS
+
+    for host in (CLAUDE_CODE, CODEX):
+        assert set(host.hook_events) <= set(_HANDLERS), host.name
+    assert set(_HANDLERS) <= set(CLAUDE_CODE.hook_events)
+    assert "PostCompact" in CODEX.hook_events
+    assert set(CODEX.hook_events) <= set(EVENT_LABELS)
+
+
+def test_postcompact_notices_follow_each_host() -> None:
+    """Claude Code discards systemMessage on PostCompact (hooks reference, "JSON output");
+    Codex's post-compact output schema accepts it (post-compact.command.output.schema.json).
+    Neither stops the agent on it."""
+    assert CLAUDE_CODE.with_notice("PostCompact", None, "note") is None
+    assert CODEX.with_notice("PostCompact", None, "note") == {"systemMessage": "note"}
+    assert CLAUDE_CODE.with_stop("PostCompact", None, "why") is None
+    assert CODEX.with_stop("PostCompact", None, "why") is None
+    assert CODEX.no_decision("PostCompact") is None
 
 
 def test_an_alias_names_its_harness_unless_aliases_are_refused() -> None:

@@ -7,7 +7,15 @@ fixes it. The checks:
 - ``install``: an install record for the workspace (or the user), every hook event the
   harness's adapter needs present in the settings file, each command's program present and
   executable, a ``timeout`` on each handler; for Claude Code the status line in effect (by
-  its settings precedence) and ``disableAllHooks``.
+  its settings precedence) and ``disableAllHooks``. An onstation Claude Code plugin counts
+  as an install: one enabled in a settings layer's ``enabledPlugins`` (``onstation@MARKET``,
+  the highest layer naming it decides), found through Claude Code's plugin records
+  (``installed_plugins.json``, ``known_marketplaces.json`` under ``$CLAUDE_CONFIG_DIR/plugins``)
+  or a settings layer's ``extraKnownMarketplaces``; and one given with ``--plugin-dir``
+  (``claude --plugin-dir`` loads a plugin for one session and leaves nothing on disk). Its
+  ``hooks/hooks.json`` is checked as a settings file is, ``${CLAUDE_PLUGIN_ROOT}`` read as the
+  plugin's folder, and the launcher's target too (Claude Code docs, "Plugin loading
+  reference", code.claude.com/docs/en/plugins/loading; docs/hosts.md).
 - ``codex-trust``: for a Codex install, the project trusted in ``$CODEX_HOME/config.toml``
   and each installed handler's reviewed hash (:mod:`onstation.harness.codex_trust`).
 - ``ledger``: the ledger the hooks use (the workspace configuration's ``db``, else
@@ -75,7 +83,57 @@ def _program(command: str) -> str | None:
     return words[0] if words else None
 
 
-def _check_install(report: Report, project: str) -> list[tuple[str, dict[str, Any]]]:
+#: Events install added after its first release: an install without them works as before,
+#: with fewer signals (PostCompact: a compaction is then seen from the transcript instead).
+_LATER_EVENTS = frozenset({"PostCompact"})
+
+
+def _executable(program: str | None) -> bool:
+    return program is not None and os.path.isfile(program) and os.access(program, os.X_OK)
+
+
+def _handlers(hooks: dict[str, Any], harness: str, event: str) -> list[dict[str, Any]]:
+    """The onstation handlers of ``event`` in a ``hooks`` object."""
+    groups = hooks.get(event)
+    found: list[dict[str, Any]] = []
+    for group in groups if isinstance(groups, list) else ():
+        handlers = group.get("hooks") if isinstance(group, dict) else None
+        for h in handlers if isinstance(handlers, list) else ():
+            if (isinstance(h, dict) and isinstance(h.get("command"), str)
+                    and f" hook {harness} {event}" in f"{h['command']} "):  # fmt: skip
+                found.append(h)
+    return found
+
+
+class _HookScan:
+    """What one hooks object holds of onstation's handlers for one harness."""
+
+    def __init__(self, hooks: dict[str, Any], harness: str, events: tuple[str, ...],
+                 root: str | None = None) -> None:  # fmt: skip
+        self.missing: list[str] = []
+        self.bad_paths: set[str] = set()
+        self.no_timeout: list[str] = []
+        self.programs: set[str] = set()
+        for event in events:
+            handlers = _handlers(hooks, harness, event)
+            if not handlers:
+                self.missing.append(event)
+            for h in handlers:
+                command = h["command"]
+                if root is not None:  # a plugin hook: Claude Code sets CLAUDE_PLUGIN_ROOT
+                    command = command.replace("${CLAUDE_PLUGIN_ROOT}", root)
+                program = _program(command)
+                if _executable(program):
+                    self.programs.add(str(program))
+                else:
+                    self.bad_paths.add(program or h["command"])
+                if not isinstance(h.get("timeout"), int):
+                    self.no_timeout.append(event)
+
+
+def _check_install(
+    report: Report, project: str, plugin_dirs: tuple[str, ...] = ()
+) -> list[tuple[str, dict[str, Any]]]:
     from onstation.core.errors import BadInput
     from onstation.harness.adapters import HOOK_HARNESSES, adapter
     from onstation.harness.install import RECORD, load_install
@@ -92,10 +150,12 @@ def _check_install(report: Report, project: str) -> list[tuple[str, dict[str, An
                 continue
             if record is not None:
                 found.append((scope, record))
-    if not found:
+    plugins = _check_plugins(report, project, plugin_dirs)
+    if not found and not plugins:
         report.add("install", FAIL, f"onstation is not installed for {project}",
                    f"onstation install claude-code --project {shlex.quote(project)} "
-                   "(or codex)")  # fmt: skip
+                   "(or codex; or the plugin: install claude-code --plugin DIR, then "
+                   "enable it in Claude Code)")  # fmt: skip
         return found
     for scope, record in found:
         harness = record["harness"]
@@ -116,38 +176,205 @@ def _check_install(report: Report, project: str) -> list[tuple[str, dict[str, An
             report.add("install", FAIL, f"{label}: {exc.message}", reinstall)
             continue
         hooks: dict[str, Any] = data["hooks"] if isinstance(data.get("hooks"), dict) else {}
-        missing, bad_paths, no_timeout = [], set(), []
-        for event in host.hook_events:
-            handlers = [
-                h for g in hooks.get(event, []) if isinstance(g, dict)
-                for h in g.get("hooks", []) if isinstance(h, dict)
-                and isinstance(h.get("command"), str)
-                and f" hook {harness} {event}" in f"{h['command']} "
-            ]  # fmt: skip
-            if not handlers:
-                missing.append(event)
-            for h in handlers:
-                program = _program(h["command"])
-                if program is None or not (os.path.isfile(program)
-                                           and os.access(program, os.X_OK)):  # fmt: skip
-                    bad_paths.add(program or h["command"])
-                if not isinstance(h.get("timeout"), int):
-                    no_timeout.append(event)
+        scan = _HookScan(hooks, harness, host.hook_events)
+        # An event this version adds that the record never had: an earlier version's install,
+        # which installing again upgrades.
+        later = [e for e in scan.missing
+                 if e in _LATER_EVENTS and e not in record.get("added_hooks", {})]  # fmt: skip
+        missing = [e for e in scan.missing if e not in later]
+        if later:
+            report.add("install", WARN, f"{label}: installed by an earlier version: no "
+                       f"onstation handler for {', '.join(later)} in {settings}",
+                       f"onstation install {harness} {where} (upgrades it)")  # fmt: skip
         if missing:
             report.add("install", FAIL, f"{label}: no onstation handler for "
                        f"{', '.join(missing)} in {settings}", reinstall)  # fmt: skip
-        for program in sorted(bad_paths):
+        for program in sorted(scan.bad_paths):
             report.add("install", FAIL, f"{label}: hook command {program} does not exist or is "
                        "not executable", reinstall)  # fmt: skip
-        if no_timeout:
-            report.add("install", WARN, f"{label}: no timeout on {', '.join(no_timeout)}",
+        if scan.no_timeout:
+            report.add("install", WARN, f"{label}: no timeout on {', '.join(scan.no_timeout)}",
                        reinstall)  # fmt: skip
-        if not missing and not bad_paths:
-            report.add("install", OK, f"{label}: {len(host.hook_events)} hook events in "
-                       f"{settings}")  # fmt: skip
+        if not missing and not scan.bad_paths:
+            present = len(host.hook_events) - len(later)
+            report.add("install", OK, f"{label}: {present} hook events in {settings}")
         if host.installs_statusline:
             _check_claude_settings(report, project if scope == "project" else None, label)
+    if plugins and not any(r["harness"] == "claude-code" for _, r in found):
+        _check_claude_settings(report, project, "claude-code (plugin)")
     return found
+
+
+# -- the Claude Code plugin -----------------------------------------------------------------
+
+
+def _plugins_home() -> Path:
+    """Claude Code's plugin records: ``$CLAUDE_CONFIG_DIR/plugins`` (``~/.claude/plugins``)."""
+    from onstation.harness.adapters import CLAUDE_CODE
+    from onstation.harness.install import _user_base
+
+    return _user_base(CLAUDE_CODE) / "plugins"
+
+
+def _read_json(path: Path) -> Any:
+    from onstation.core.errors import BadInput
+    from onstation.harness.install import _load_json
+
+    try:
+        return _load_json(path, follow=True)[0] if path.is_file() else None
+    except BadInput:
+        return None
+
+
+def _enabled_plugins(project: str) -> list[tuple[str, str, Path]]:
+    """(plugin id, layer, settings file) of each onstation plugin enabled in effect: the
+    highest-precedence layer that names an id in ``enabledPlugins`` decides it."""
+    from onstation.harness.install import _read_layer, claude_layers
+    from onstation.harness.install_plugin import PLUGIN
+
+    decided: dict[str, tuple[object, str, Path]] = {}
+    for layer, path in claude_layers(project):
+        enabled = _read_layer(path, {}).get("enabledPlugins")
+        for key, value in enabled.items() if isinstance(enabled, dict) else ():
+            if isinstance(key, str) and key.split("@", 1)[0] == PLUGIN and key not in decided:
+                decided[key] = (value, layer, path)
+    # A value is true, false, or a list of versions (enabled at those).
+    return [(key, layer, path) for key, (value, layer, path) in decided.items()
+            if value is True or (isinstance(value, list) and value)]  # fmt: skip
+
+
+def _marketplace_dirs(project: str, marketplace: str) -> list[Path]:
+    """Where the marketplace ``marketplace`` lives on disk, by what Claude Code recorded."""
+    from onstation.harness.install import _read_layer, claude_layers
+
+    sources: list[Any] = []
+    known = _read_json(_plugins_home() / "known_marketplaces.json")
+    entry = known.get(marketplace) if isinstance(known, dict) else None
+    if isinstance(entry, dict):
+        sources += [entry.get("installLocation"), entry.get("source")]
+    for _layer, path in claude_layers(project):
+        extra = _read_layer(path, {}).get("extraKnownMarketplaces")
+        entry = extra.get(marketplace) if isinstance(extra, dict) else None
+        if isinstance(entry, dict):
+            sources.append(entry.get("source"))
+    dirs: list[Path] = []
+    for source in sources:
+        # A marketplace source is a path, or an object such as {"source": "directory",
+        # "path": DIR}; a git or URL source has no folder of its own to read here.
+        where = source.get("path") if isinstance(source, dict) else source
+        if isinstance(where, str) and where:
+            dirs.append(Path(os.path.expanduser(where)))
+    return dirs
+
+
+def _locate_plugin(project: str, plugin_id: str) -> Path | None:
+    """The folder Claude Code loads ``plugin_id`` from: its installed copy (the cache that
+    ``installed_plugins.json`` names, for this project or the user), else the plugin's folder
+    in its marketplace."""
+    from onstation.harness.install_plugin import PLUGIN
+
+    installed = _read_json(_plugins_home() / "installed_plugins.json")
+    plugins = installed.get("plugins") if isinstance(installed, dict) else None
+    entries = plugins.get(plugin_id) if isinstance(plugins, dict) else None
+    here = os.path.realpath(project)
+    for entry in entries if isinstance(entries, list) else ():
+        if not isinstance(entry, dict) or not isinstance(entry.get("installPath"), str):
+            continue
+        scoped = entry.get("projectPath")
+        if scoped is None or (isinstance(scoped, str) and os.path.realpath(scoped) == here):
+            return Path(os.path.expanduser(entry["installPath"]))
+    marketplace = plugin_id.split("@", 1)[1] if "@" in plugin_id else ""
+    for root in _marketplace_dirs(project, marketplace):
+        listing = _read_json(root / ".claude-plugin" / "marketplace.json")
+        for item in listing.get("plugins", []) if isinstance(listing, dict) else ():
+            if isinstance(item, dict) and item.get("name") == PLUGIN:
+                source = item.get("source")
+                if isinstance(source, str):
+                    return (root / source).resolve()
+    return None
+
+
+def _check_plugins(report: Report, project: str, plugin_dirs: tuple[str, ...]) -> int:
+    """Check every onstation plugin in effect for ``project``; how many were found."""
+    count = 0
+    for directory in plugin_dirs:
+        count += 1
+        _check_plugin_dir(report, "claude-code (--plugin-dir)", Path(directory).resolve())
+    for plugin_id, layer, settings in _enabled_plugins(project):
+        count += 1
+        label = f"claude-code (plugin {plugin_id}, enabled in {layer})"
+        folder = _locate_plugin(project, plugin_id)
+        if folder is None:
+            report.add("install", FAIL, f"{label}: enabled in {settings}, but Claude Code has "
+                       "no copy of it on this machine (no installed_plugins.json entry, no "
+                       "known marketplace)", f"in claude: /plugin marketplace add DIR, then "
+                       f"/plugin install {plugin_id} (DIR from onstation install claude-code "
+                       "--plugin DIR)")  # fmt: skip
+            continue
+        _check_plugin_dir(report, label, folder)
+    return count
+
+
+def _launcher_target(launcher: Path) -> str | None:
+    """The program the plugin's ``bin/onstation`` execs (install_plugin.py writes
+    ``exec '/path/to/onstation' "$@"``), or None when it is not that launcher."""
+    try:
+        lines = launcher.read_text(encoding="utf-8", errors="replace").splitlines()[:5]
+    except OSError:
+        return None
+    for line in lines:
+        if line.startswith("exec "):
+            return _program(line[len("exec ") :])
+    return None
+
+
+def _check_plugin_dir(report: Report, label: str, folder: Path) -> None:
+    """A plugin folder's hooks: ``hooks/hooks.json`` as Claude Code reads it."""
+    from onstation.core.errors import BadInput
+    from onstation.harness.adapters import CLAUDE_CODE
+    from onstation.harness.install import _load_json
+
+    rewrite = ("onstation install claude-code --plugin NEW_DIR, then load that plugin "
+               "(claude --plugin-dir, or /plugin marketplace add and /plugin install)")  # fmt: skip
+    hooks_file = folder / "hooks" / "hooks.json"
+    if not hooks_file.is_file():
+        report.add("install", FAIL, f"{label}: no hooks/hooks.json in the plugin at {folder}",
+                   rewrite)  # fmt: skip
+        return
+    try:
+        data = _load_json(hooks_file, follow=True)[0]
+    except BadInput as exc:
+        report.add("install", FAIL, f"{label}: {exc.message}", rewrite)
+        return
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        report.add("install", FAIL, f"{label}: {hooks_file} has no 'hooks' object", rewrite)
+        return
+    scan = _HookScan(hooks, CLAUDE_CODE.name, CLAUDE_CODE.hook_events, root=str(folder))
+    later = [e for e in scan.missing if e in _LATER_EVENTS]
+    missing = [e for e in scan.missing if e not in later]
+    if later:
+        report.add("install", WARN, f"{label}: written by an earlier version: no onstation "
+                   f"handler for {', '.join(later)} in {hooks_file}", rewrite)  # fmt: skip
+    if missing:
+        report.add("install", FAIL, f"{label}: no onstation handler for {', '.join(missing)} "
+                   f"in {hooks_file}", rewrite)  # fmt: skip
+    for program in sorted(scan.bad_paths):
+        report.add("install", FAIL, f"{label}: hook command {program} does not exist or is not "
+                   "executable", rewrite)  # fmt: skip
+    broken_target = False
+    for program in sorted(scan.programs):
+        target = _launcher_target(Path(program))
+        if target is not None and not _executable(target):
+            broken_target = True
+            report.add("install", FAIL, f"{label}: {program} runs {target}, which does not "
+                       "exist or is not executable (onstation moved?)", rewrite)  # fmt: skip
+    if scan.no_timeout:
+        report.add("install", WARN, f"{label}: no timeout on {', '.join(scan.no_timeout)}",
+                   rewrite)  # fmt: skip
+    if not missing and not scan.bad_paths and not broken_target:
+        present = len(CLAUDE_CODE.hook_events) - len(later)
+        report.add("install", OK, f"{label}: {present} hook events from the plugin at {folder}")
 
 
 def _check_claude_settings(report: Report, project: str | None, label: str) -> None:
@@ -296,10 +523,11 @@ def _check_witness(report: Report) -> None:
 # -- the command ----------------------------------------------------------------------------
 
 
-def diagnose(project: str, opts: Options) -> Report:
-    """Run every check for the workspace ``project``."""
+def diagnose(project: str, opts: Options, plugin_dirs: tuple[str, ...] = ()) -> Report:
+    """Run every check for the workspace ``project`` (``plugin_dirs``: plugin folders a
+    session loads with ``claude --plugin-dir``)."""
     report = Report(os.path.abspath(project))
-    for scope, record in _check_install(report, project):
+    for scope, record in _check_install(report, project, plugin_dirs):
         if record["harness"] == "codex":
             _check_codex_trust(report, scope, record, project)
     _check_ledger(report, project, opts)
@@ -310,14 +538,20 @@ def diagnose(project: str, opts: Options) -> Report:
 @click.command("doctor")
 @click.option("--project", "project", default=".", metavar="DIR", show_default=True,
               help="The workspace to check.")  # fmt: skip
+@click.option("--plugin-dir", "plugin_dirs", multiple=True, metavar="DIR",
+              help="Also check this plugin folder, loaded with claude --plugin-dir "
+                   "(repeatable).")  # fmt: skip
 @command_options
-def doctor_cmd(project: str, opts: Options) -> None:
+def doctor_cmd(project: str, plugin_dirs: tuple[str, ...], opts: Options) -> None:
     """Check the install, hook trust, ledger, window and witness; print what to fix."""
-    if not Path(project).is_dir():
-        from onstation.core.errors import BadInput
+    from onstation.core.errors import BadInput
 
+    if not Path(project).is_dir():
         raise BadInput(f"--project: {project} is not a directory")
-    report = diagnose(project, opts)
+    for directory in plugin_dirs:
+        if not Path(directory).is_dir():
+            raise BadInput(f"--plugin-dir: {directory} is not a directory")
+    report = diagnose(project, opts, plugin_dirs)
     emit(opts, report.to_json(), report.human)
     if report.status == "broken":
         sys.exit(int(ExitCode.ERROR))

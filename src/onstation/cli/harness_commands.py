@@ -453,7 +453,8 @@ def message_list(recipient: str, opts: Options) -> None:
 
     HARNESS is one of: {", ".join(HOOK_HARNESSES)}.
 
-    Events: SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop, PreCompact.
+    Events (the ones install registers): {", ".join(CLAUDE_CODE.hook_events)}; Codex has
+    all but SessionEnd, PostToolUseFailure and PermissionDenied.
     A hook always fails open: on any problem it exits 0 with a one-line note on stderr.
     """,
 )

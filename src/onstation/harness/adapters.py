@@ -206,8 +206,12 @@ class HarnessAdapter(FrozenRecord):
         return hash(self.name)
 
 
+#: Events both hosts send and install registers. PostCompact starts a new context epoch
+#: (relief/hooks.py ``on_post_compact``); both hosts have it and neither takes a matcher for
+#: it (Claude Code hooks reference; Codex ``codex-rs/hooks/schema/generated/
+#: post-compact.command.input.schema.json``, ``matcher_pattern_for_event``).
 _SHARED_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
-                  "PreCompact")  # fmt: skip
+                  "PreCompact", "PostCompact")  # fmt: skip
 
 #: Events whose ``systemMessage`` the host discards, by hook harness (docs/hosts.md): Claude
 #: Code's hooks reference, "JSON output"; every Codex output schema accepts it and its

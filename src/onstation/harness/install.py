@@ -47,6 +47,8 @@ RECORD_DIR = ".onstation"
 #: Seconds each installed handler may run before the host cancels it (both hosts accept
 #: ``timeout`` in seconds). The hook answers within its own budget (10 s by default).
 HOOK_TIMEOUT = 30
+#: The install record's format version (3: skills without machine-specific text).
+RECORD_VERSION = 3
 #: What install writes beside a project's record: the records stay out of version control.
 GITIGNORE = "install-*.json\n"
 
@@ -54,55 +56,87 @@ GITIGNORE = "install-*.json\n"
 CLAUDE_EVENTS = list(CLAUDE_CODE.hook_events)
 CODEX_EVENTS = list(CODEX.hook_events)
 
+#: The skills install writes. ``.claude/skills/`` is a folder teams commit, so the text holds
+#: nothing of this machine or workspace: no node name, no path, no tier percentages (they are
+#: the workspace's configuration). It points at what onstation's own notices say at run time
+#: (relief/hook_texts.py: the session-start notice names the node and generation, a tier
+#: notice the fill and the command that writes the brief), and it states facts, as every
+#: injected text does (docs/hooks.md, "Texts for the model are statements of fact").
 RELIEF_SKILL = """---
 name: onstation-relief
 description: >
-  Relief on station. Use when onstation reports hull integrity Red or Critical, or when you
-  notice your context running low: write the turnover brief from evidence so a fresh body
-  continues the work. Never use it to resume another agent's identity.
+  Relief on station with onstation: what its hull integrity notices mean, and how the
+  turnover brief it requests at Red or Critical is written, so that a fresh body continues
+  the work under the same identity. It never resumes another agent's identity.
 ---
 
 # Relief on station (onstation)
 
-Your context window is a hull: Green under 25 %, Amber from 25 % (plan the wrap-up, start
-nothing large), Red from 33 % (prepare the turnover brief now), Critical from 38 %
-(emergency brief, immediate hand-over).
+onstation reads this session's context fill from the host's telemetry and reports it as hull
+integrity, in tiers: Green; Amber (the wrap-up is near, large new work is better left to the
+successor); Red (a turnover brief is requested); Critical (an emergency relief is requested and
+new work is not started). Where each tier begins is this workspace's configuration; every
+tier notice states the fill it was reached at.
 
-When onstation reports "Hull integrity Red: a turnover brief is requested":
+The node this session works for, and its generation, are the ones named in onstation's
+session-start notice ("this session is the body of NODE, generation G"). The Red and Critical
+notices name them again, with the exact command that writes the brief.
 
-1. Finish the step you are in; start nothing new.
-2. Record each decision that matters with its reason:
-   `onstation note {node} --decision "DECISION" --why "RATIONALE"`
-3. Write the brief (git, effects and telemetry are filled in from evidence; give what only
-   you know, and anything you leave out is marked missing):
-   `onstation brief write {node} --task "WHAT I WAS DOING" --status in_progress
-    --completed "PATH — WHAT WAS DONE" --remaining "NEXT STEP" --context "GOTCHA"`
-4. Stop. Your successor receives the brief; this session is then fenced and every
-   effect-capable tool call from it is denied.
+When a brief is requested, the relief goes in this order:
+
+1. The step in progress is finished; nothing new is started.
+2. Each decision that matters is recorded with its reason:
+   `onstation note NODE --decision "DECISION" --why "RATIONALE"`.
+3. The brief is written with the command the notice gives
+   (`onstation brief write NODE --generation G --task ... --remaining ...`). Git state,
+   effects and telemetry are filled in from evidence; the brief carries what only this
+   session knows, and a field left out is marked missing.
+4. The turn ends there. The successor receives the brief; this generation is then fenced and
+   every effect-capable tool call from it is denied.
+
+`onstation` is the program that runs this project's hooks. Where it is not on PATH, the hook
+commands in the Claude Code settings (or the plugin's `bin/onstation`) give its full path.
 """
 
 COORD_SKILL = """---
 name: onstation-coord-respawn
 description: >
-  Coordinator self-respawn. Use at a clean sub-task boundary when context passes 70 %
-  (proactive) and always at 80 % (mandatory); never while an executor awaits an APPROACH or
-  CHECKPOINT answer. At most 3 respawns per 24 h.
+  Coordinator self-respawn with onstation: how a coordinator hands its state to a fresh
+  instance of itself through a continuation manifest, at a clean sub-task boundary, when
+  onstation's hull integrity notices report its context filling up.
 ---
 
 # Coordinator self-respawn (onstation)
 
-1. Finish any open APPROACH or CHECKPOINT exchange; start no new executor.
-2. Check the governor: `onstation respawn status {node}` (blocked: escalate to your spawner
-   with your current state and stop).
-3. Write the continuation manifest (it refuses while an exchange is open):
-   `onstation manifest write {node} --l3 L3-NAME --pun PUN --l3-task "L3 TASK"
-    --completed "EXEC: STATUS — SUMMARY" --in-flight "..." --not-started "..."
-    --scratch "STATUS AND CHILDREN TABLES" --next "EXACT NEXT ACTION" --blocker "..."`
-4. Tell your spawner (its relief counts the respawn, atomically, and starts your successor
-   with the manifest): `onstation message send --from {node} --to SPAWNER --kind
-   respawn_triggered --body "COORD_RESPAWN TRIGGERED; continuation manifest: PATH"`.
-5. Stop.
+A coordinator's tiers come from the workspace's configuration (the coordinator policy); its
+hull integrity notices state the fill reached. A respawn happens at a clean sub-task boundary,
+never while an executor awaits an APPROACH or CHECKPOINT answer. The node and generation are
+the ones named in onstation's session-start notice.
+
+The respawn goes in this order:
+
+1. Any open APPROACH or CHECKPOINT exchange is finished; no new executor is started.
+2. The governor's answer comes from `onstation respawn status NODE --kind coordinator`. A
+   blocked respawn goes to the spawner as an escalation, with the current state, and the
+   coordinator goes no further.
+3. The continuation manifest is written with
+   `onstation manifest write NODE --generation G --l3 L3-NAME --pun PUN --l3-task "L3 TASK"
+   --completed "EXEC: STATUS — SUMMARY" --in-flight "..." --not-started "..."
+   --scratch "STATUS AND CHILDREN TABLES" --next "EXACT NEXT ACTION" --blocker "..."`.
+   It is refused while an exchange is open, and past the respawn cap. Writing it tells the
+   spawner (COORD_RESPAWN TRIGGERED); the spawner's relief counts the respawn and starts the
+   successor with the manifest.
+4. The turn ends there.
+
+`onstation` is the program that runs this project's hooks. Where it is not on PATH, the hook
+commands in the Claude Code settings (or the plugin's `bin/onstation`) give its full path.
 """
+
+#: The skills by name (folder under ``skills/``), for a settings install and the plugin.
+SKILLS: tuple[tuple[str, str], ...] = (
+    ("onstation-relief", RELIEF_SKILL),
+    ("onstation-coord-respawn", COORD_SKILL),
+)
 
 
 def onstation_command() -> str:
@@ -316,9 +350,12 @@ class _Removal:
                 pass
 
 
-def _plan_removal(record: dict[str, Any]) -> _Removal:
+def _plan_removal(record: dict[str, Any], data: dict[str, Any] | None = None) -> _Removal:
+    """What removing ``record``'s additions changes; ``data``: the settings as already
+    changed by another removal (None: read the file)."""
     settings_path = Path(record["settings"])
-    data, _raw = _load_json(settings_path)
+    if data is None:
+        data = _load_json(settings_path)[0]
     plan = _Removal(record, data)
     hooks = data.get("hooks")
     if isinstance(hooks, dict):
@@ -359,6 +396,17 @@ def _plan_removal(record: dict[str, Any]) -> _Removal:
             else:
                 plan.kept.append(str(path))
     return plan
+
+
+def _outdated(record: dict[str, Any], host: HarnessAdapter) -> bool:
+    """Whether this version would install other than ``record`` shows: another record
+    version, other hook events, or skills whose text has changed since."""
+    if record.get("version") != RECORD_VERSION:
+        return True
+    if set(record.get("added_hooks", {})) != set(host.hook_events):
+        return True
+    wanted = {hashlib.sha256(text.encode()).hexdigest() for _, text in SKILLS}
+    return host.installs_skills and {s["sha256"] for s in record.get("skills", [])} != wanted
 
 
 def _load_record(path: Path) -> dict[str, Any]:
@@ -414,7 +462,9 @@ class _Install:
         self.skill_files: list[tuple[Path, str]] = []
         self.record: dict[str, Any] = {}
         self.record_path = Path(".")
-        self.legacy: tuple[Path, _Removal] | None = None
+        #: Earlier installs removed first: (record file, removal, whether it is this
+        #: version's record location, overwritten rather than deleted).
+        self.earlier: list[tuple[Path, _Removal, bool]] = []
         self.gitignore: Path | None = None
 
 
@@ -435,26 +485,35 @@ def _prepare(
         raise BadInput(f"--project: {plan.base} is not a directory")
     settings_path = plan.base / plan.relative
     plan.record_path = record_location(harness, project=project, settings=settings_path)
-    if plan.record_path.exists():
-        raise Conflict(f"onstation is already installed here ({plan.record_path}); "
-                       "uninstall first")  # fmt: skip
-    legacy_settings = _legacy_settings(harness, project=project, user=user)
-    legacy_record = legacy_settings.parent / RECORD
     given: dict[Path, dict[str, Any]] = {}
-    legacy_skills: dict[str, str] = {}
+    earlier_skills: set[str] = set()
     warnings: list[str] = []
     old: dict[str, Any] = {}
-    if legacy_record.is_file():
-        # An earlier version's install: its additions are removed before this one is made.
-        old = _load_record(legacy_record)
-        removal = _plan_removal(old)
-        plan.legacy = (legacy_record, removal)
-        given[removal.settings] = removal.data
-        legacy_skills = {str(p): "" for p in removal.skills}
+    earlier_gitignore: str | None = None
+    legacy_record = _legacy_settings(harness, project=project, user=user).parent / RECORD
+    # An earlier version's install (its record beside the shared settings) and an install
+    # this version would write differently (fewer events, other skills): what they added is
+    # removed before this one is made, so installing again upgrades.
+    for record_file, current in ((legacy_record, False), (plan.record_path, True)):
+        if not record_file.is_file():
+            continue
+        previous = _load_record(record_file)
+        if current and not _outdated(previous, host):
+            raise Conflict(f"onstation is already installed here ({record_file}); "
+                           "uninstall first")  # fmt: skip
+        removal = _plan_removal(previous, given.get(Path(previous["settings"])))
         if removal.kept:
             raise Conflict(f"{removal.kept[0]} (from an earlier install) was edited; move it "
                            "first")  # fmt: skip
-        warnings.append(f"moved the earlier install out of {removal.settings}")
+        plan.earlier.append((record_file, removal, current))
+        given[removal.settings] = removal.data
+        earlier_skills.update(str(p) for p in removal.skills)
+        if removal.settings == settings_path and not old:
+            old = previous  # the first install into this file holds its original bytes
+        if isinstance(previous.get("gitignore"), str):
+            earlier_gitignore = previous["gitignore"]
+        warnings.append(f"upgraded the earlier install in {removal.settings}" if current
+                        else f"moved the earlier install out of {removal.settings}")  # fmt: skip
     if host is CLAUDE_CODE and project is not None:
         # The shared project settings are read, never written: a damaged or symlinked file
         # is refused as before (Claude Code would not read it either).
@@ -462,6 +521,8 @@ def _prepare(
         if shared not in given:
             given[shared] = _load_json(shared)[0]
     if settings_path in given:
+        # The settings' bytes from before any onstation install, so that uninstall gives
+        # them back.
         data = given[settings_path]
         raw = base64.b64decode(old["original"]) if old.get("original") is not None else None
     else:
@@ -517,21 +578,23 @@ def _prepare(
             statusline_added["padding"] = line["padding"]
         data["statusLine"] = statusline_added
     if host.installs_skills:
-        for name, template in (("onstation-relief", RELIEF_SKILL),
-                               ("onstation-coord-respawn", COORD_SKILL)):  # fmt: skip
+        for name, text in SKILLS:
             target = settings_path.parent / "skills" / name / "SKILL.md"
             # Every target is checked before any is written: a conflict leaves nothing behind.
-            if target.exists() and str(target) not in legacy_skills:
+            if target.exists() and str(target) not in earlier_skills:
                 raise Conflict(f"{target} exists and is not onstation's; move it first")
-            plan.skill_files.append((target, template.replace("{node}", node or "NODE")))
+            plan.skill_files.append((target, text))
     ignore = Path(project or ".") / RECORD_DIR / ".gitignore"
     if project is not None and not ignore.exists():
         plan.gitignore = ignore
     elif project is not None and "install-*.json" not in ignore.read_text(errors="replace"):
         warnings.append(f"{ignore} does not ignore install-*.json: keep the record uncommitted")
+    # The .gitignore an earlier install wrote stays onstation's to remove on uninstall.
+    gitignore = plan.gitignore if plan.gitignore is not None else (
+        ignore if project is not None and earlier_gitignore == str(ignore) else None)  # fmt: skip
     plan.data = data
     plan.record = {
-        "version": 2,
+        "version": RECORD_VERSION,
         "harness": harness,
         "settings": str(settings_path),
         "original": None if raw is None else base64.b64encode(raw).decode("ascii"),
@@ -546,7 +609,7 @@ def _prepare(
         ],
         "node": node,
         "executable": exe,
-        "gitignore": None if plan.gitignore is None else str(plan.gitignore),
+        "gitignore": None if gitignore is None else str(gitignore),
         "warnings": warnings,
     }
     if host is CODEX:
@@ -581,10 +644,10 @@ def install(
         harness, project=project, user=user, node=node, executable=executable,
         wrap_statusline=wrap_statusline,
     )  # fmt: skip
-    if plan.legacy is not None:
-        legacy_record, removal = plan.legacy
+    for record_file, removal, current in plan.earlier:
         removal.apply()
-        legacy_record.unlink()
+        if not current:
+            record_file.unlink()
     settings_dir = (plan.base / plan.relative).parent
     for target, text in plan.skill_files:
         _write(settings_dir, target.relative_to(settings_dir), text)

@@ -53,9 +53,9 @@ def _version() -> str:
         return "0.0.0"
 
 
-def plugin_files(executable: str, node: str | None = None) -> dict[str, str]:
+def plugin_files(executable: str) -> dict[str, str]:
     """The plugin's files (path relative to DIR -> text)."""
-    from onstation.harness.install import COORD_SKILL, HOOK_TIMEOUT, RELIEF_SKILL
+    from onstation.harness.install import HOOK_TIMEOUT, SKILLS
 
     hooks: dict[str, Any] = {}
     for event in CLAUDE_CODE.hook_events:
@@ -86,9 +86,8 @@ def plugin_files(executable: str, node: str | None = None) -> dict[str, str]:
         ) + "\n",
         f"{PLUGIN}/{LAUNCHER}": launcher,
     }  # fmt: skip
-    for name, template in (("onstation-relief", RELIEF_SKILL),
-                           ("onstation-coord-respawn", COORD_SKILL)):  # fmt: skip
-        files[f"{PLUGIN}/skills/{name}/SKILL.md"] = template.replace("{node}", node or "NODE")
+    for name, text in SKILLS:
+        files[f"{PLUGIN}/skills/{name}/SKILL.md"] = text
     return files
 
 
