@@ -92,7 +92,7 @@ def test_relief_succeeds_only_when_echo_process_and_heartbeat_agree(team: dict[s
         ("exit", "exited before the challenge"),
         ("wrong-echo", "no challenge answer in time"),
         ("silent-alive", "no challenge answer in time (process match"),
-        ("no-heartbeat", "no heartbeat in time (process match"),
+        ("no-heartbeat", "renewed its lease (are onstation's hooks installed"),
     ],
 )
 def test_a_failed_birth_is_fenced_and_never_retried(

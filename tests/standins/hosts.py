@@ -351,7 +351,11 @@ def claude(argv: list[str]) -> int:
             )
             failed = True
             continue
-        done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=False)
+        # As Claude Code's Bash tool runs it (seen with Claude Code 2.1.197): inside its own
+        # `bash -c` that goes on after the command (it records the working directory), so
+        # the command's parent is a shell that exits with it, not the host.
+        wrapped = f"eval {shlex.quote(command)} && pwd -P >| /dev/null"
+        done = subprocess.run(["bash", "-c", wrapped], capture_output=True, text=True, check=False)
         _record(
             "claude", event="ran", command=command, exit=done.returncode, stderr=done.stderr[-500:]
         )

@@ -215,9 +215,14 @@ def challenge_answer(
     if not isinstance(data, dict):
         raise BadInput("--echo: must be a JSON object")
     with Ledger.open(opts.db) as ledger:
-        # The body answering is the process that ran this command: our parent.
-        seen = witnesses.observe(os.getppid(), nonce=new_nonce(),
-                                 observed_at=ledger.now().isoformat())  # fmt: skip
+        # The body answering is the host process that ran this command, found as a hook finds
+        # it: up the parent chain past the shells between. A host's tool shell (Claude Code
+        # wraps each Bash command in its own `bash -c`) exits right after the command, so
+        # witnessing our direct parent would name a process gone before the relief looks.
+        seen = witnesses.host_process(nonce=new_nonce(), observed_at=ledger.now().isoformat())
+        if seen is None:
+            seen = witnesses.observe(os.getppid(), nonce=new_nonce(),
+                                     observed_at=ledger.now().isoformat())  # fmt: skip
         birth = ReliefLedger(ledger).answer_challenge(
             node_name, generation=generation, echo=data,
             witness=None if seen is None else seen.to_json(),

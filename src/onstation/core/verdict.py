@@ -6,7 +6,8 @@ The flow (``shared/seeds/002``, "Continuity Decision Flow"), with its node lette
     B was a body ever witnessed?  no -> C BIRTH_FAILED, obligation retained
                                         E explicit retry owner and reservation?
                                           no  -> O (BLOCKED: no authority to retry)
-                                          yes -> M
+                                          yes -> G (an earlier generation's ambiguous effect
+                                                 still quarantines) -> M
                                   yes -> D fence predecessor generation
     F reconcile process, claims and effects
     G any effect ambiguous?       yes -> H QUARANTINED (do not repeat the effect)
@@ -242,6 +243,12 @@ def decide(inp: VerdictInputs) -> Verdict:
                     "retry owner holds a reservation, so nothing may retry",
                 ),
             )
+        if inp.ambiguous_effects:
+            # An effect an earlier generation left AMBIGUOUS is unresolved: a retried birth (a
+            # relief after a QUARANTINED one, whose held generation never had a body) must not
+            # launch past it either.
+            path += ["G", "H"]
+            return stop(Disposition.QUARANTINED, *_ambiguous_reasons(inp))
         return _gates(inp, path, native=False, birth_failed=True)
     if inp.incident is IncidentKind.DELIBERATE_PAUSE:
         path.append("O")
@@ -272,14 +279,7 @@ def decide(inp: VerdictInputs) -> Verdict:
     path.append("G")
     if inp.ambiguous_effects:
         path.append("H")
-        return stop(
-            Disposition.QUARANTINED,
-            *(
-                Reason("AMBIGUOUS_EFFECT", f"{e}: dispatched without an authoritative result; "
-                       "observe it or compensate it, never repeat it")
-                for e in inp.ambiguous_effects
-            ),
-        )  # fmt: skip
+        return stop(Disposition.QUARANTINED, *_ambiguous_reasons(inp))
     path.append("I")
     if inp.capsule_defects:
         return stop(
@@ -356,3 +356,11 @@ def activation(operation: Operation | None, incident: IncidentKind | None) -> Ac
     if incident is None:
         return Activation(False, None, "no missing or threatened body was observed")
     return Activation(True, None, f"{operation.value} after {incident.value}")
+
+
+def _ambiguous_reasons(inp: VerdictInputs) -> tuple[Reason, ...]:
+    return tuple(
+        Reason("AMBIGUOUS_EFFECT", f"{e}: dispatched without an authoritative result; "
+               "observe it or compensate it, never repeat it")
+        for e in inp.ambiguous_effects
+    )  # fmt: skip

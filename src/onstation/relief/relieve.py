@@ -104,12 +104,19 @@ class Relief(LaunchAndSettle):
                                          generation=predecessor)  # fmt: skip
             # Evidence first (a push observed on its remote, a call the host rejected), then
             # the ledger's reconcile of what stays unproven (relief/reconcile.py).
-            from onstation.relief.reconcile import observe_and_reconcile
+            from onstation.relief.reconcile import observe_and_reconcile, unobserved_why
 
             report = observe_and_reconcile(self.ledger, self.node, by=self.opts.by)
             ambiguous = report.unresolved_ambiguous
-            self.relief.update_relief(rid, state="RECONCILED", detail={"ambiguous": ambiguous})
+            unobserved = {
+                e: why for e in ambiguous
+                if (why := unobserved_why(self.ledger.get_effect(e).result)) is not None
+            }  # fmt: skip
+            detail = {"ambiguous": ambiguous, "unobserved": unobserved}
+            self.relief.update_relief(rid, state="RECONCILED", detail=detail)
             self.say(f"reconciled: {len(report.unresolved_ambiguous)} ambiguous effect(s)")
+            for effect_id, why in unobserved.items():
+                self.say(f"  {effect_id}: its destination could not be observed: {why}")
             plan, verdict, capsule = self._decide(rid, predecessor, workspace)
             disposition = str(verdict.disposition.value)
             reasons = [f"{r.code}: {r.detail}" for r in verdict.reasons]
@@ -118,6 +125,7 @@ class Relief(LaunchAndSettle):
             self.say(f"verdict {disposition}")
             if disposition not in ("REBODIMENT_READY", "NATIVE_RESUME_ELIGIBLE"):
                 self._release_hold("no successor launched")
+                reasons += [f"UNOBSERVED: {e}: {w}" for e, w in unobserved.items()]
                 path = self._report(rid, plan, predecessor, None, "no successor launched")
                 self.relief.update_relief(rid, state="NOT_LAUNCHED", finished=True,
                                           report_path=path)  # fmt: skip

@@ -171,6 +171,8 @@ class LaunchAndSettle:
         prompt = successor_prompt(
             self.node, generation, challenge, brief.content if brief else None, capsule,
             onstation=onstation_argv(),
+            settled=[e for e in self.ledger.effects(self.node)
+                     if e.resolved_by is not None and e.generation < generation],
         )  # fmt: skip
         self.relief.update_relief(rid, state="LAUNCHING", to_generation=generation)
         if interactive:
@@ -256,6 +258,7 @@ class LaunchAndSettle:
             )
             if launched is not None:
                 self.relief.set_launch_witness(self.node, generation, launched.to_json())
+        missing = "no heartbeat in time"
         for _ in self._wait("the successor's challenge echo", self.opts.challenge_wait):
             birth = self.relief.birth(self.node, generation)
             assert birth is not None
@@ -276,11 +279,20 @@ class LaunchAndSettle:
                     self.say(f"the successor process exec'd: {check.reason}")
                     launched = followed
                 answer_pid = (birth.answer_witness or {}).get("pid")
-                if (
-                    check.state == "MATCH"
-                    and heartbeat
-                    and (answer_pid in (root, None) or _descends(answer_pid, launched.pid))
-                ):
+                answered_by_body = answer_pid in (root, None) or _descends(answer_pid, launched.pid)
+                # What still disagrees, for the reason given if the wait runs out.
+                if not answered_by_body:
+                    missing = (f"the challenge was answered from process {answer_pid}, "
+                               f"which is not the successor (pid {launched.pid}) or its "
+                               "descendant")  # fmt: skip
+                elif check.state != "MATCH":
+                    missing = f"the successor's process does not match: {check.reason}"
+                elif not heartbeat:
+                    # Hooks renew a launched body's lease: none did, so none of its hooks ran.
+                    missing = ("no heartbeat in time: no hook of the successor renewed its lease "
+                               "(are onstation's hooks installed and trusted there? onstation "
+                               "doctor)")  # fmt: skip
+                if check.state == "MATCH" and heartbeat and answered_by_body:
                     self.relief.decide_birth(self.node, generation=generation, running=True,
                                              reason="echo, process and heartbeat witnesses agree",
                                              by=self.opts.by)  # fmt: skip
@@ -298,11 +310,7 @@ class LaunchAndSettle:
         elif birth is None or birth.answered_at is None:
             reason = "no challenge answer in time"
         else:
-            # Hooks renew a launched body's lease: none did, so none of its hooks ran.
-            reason = (
-                "no heartbeat in time: no hook of the successor renewed its lease (are "
-                "onstation's hooks installed and trusted there? onstation doctor)"
-            )
+            reason = missing
         reason += f" (process {state.lower()}; effects revoked, never assumed dead)"
         self.relief.decide_birth(self.node, generation=generation, running=False, reason=reason,
                                  by=self.opts.by)  # fmt: skip

@@ -143,6 +143,24 @@ def test_birth_failure_with_retry_owner_skips_fence_and_goes_to_the_gates() -> N
     assert verdict.path == ("A", "B", "C", "E", "M", "N")
 
 
+def test_a_retried_birth_is_quarantined_while_an_earlier_effect_is_ambiguous() -> None:
+    """A relief after a QUARANTINED one: its held generation never had a body (a birth
+    failure), but the push the earlier generation left AMBIGUOUS is still unresolved."""
+    verdict = decide(
+        _with(
+            body_ever_witnessed=False,
+            incident=IncidentKind.BIRTH_FAILURE,
+            predecessor_fenced=False,
+            retry_owner="team-lead",
+            retry_reservation="res-1",
+            ambiguous_effects=("eff-1",),
+        )
+    )
+    assert verdict.disposition is Disposition.QUARANTINED
+    assert verdict.path == ("A", "B", "C", "E", "G", "H")
+    assert [r.code for r in verdict.reasons] == ["AMBIGUOUS_EFFECT"]
+
+
 @pytest.mark.parametrize(
     ("obs", "kind"),
     [

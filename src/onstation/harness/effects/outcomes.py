@@ -210,25 +210,68 @@ def ls_remote(
 ) -> dict[str, str | None] | None:
     """What ``remote`` shows for each of ``refs`` (None: the ref is absent), asked with
     ``git ls-remote`` from ``directory``; None when the remote could not be asked."""
+    return ask_remote(directory, remote, refs, timeout)[0]
+
+
+def ask_remote(
+    directory: str, remote: str, refs: list[str], timeout: float
+) -> tuple[dict[str, str | None] | None, str | None]:
+    """:func:`ls_remote`, with why the remote could not be asked (one line) when it could
+    not: ``(refs, None)`` or ``(None, why)``."""
     import subprocess
 
     from onstation.harness.evidence import run_captured
 
-    if timeout <= 0 or not refs or remote.startswith("-") or not os.path.isdir(directory):
-        return None
+    if timeout <= 0:
+        return None, "no time was left to ask the remote"
+    if not refs:
+        return None, "no ref to ask about"
+    if remote.startswith("-"):
+        return None, f"the remote {remote!r} looks like an option: not asked"
+    if not os.path.isdir(directory):
+        return None, f"the repository {directory} no longer exists: git ls-remote not run"
     argv = ["git", "-C", directory, "ls-remote", remote, *refs]
     try:
-        code, out, _err = run_captured(argv, timeout=timeout, env=_git_env())
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+        code, out, err = run_captured(argv, timeout=timeout, env=_git_env())
+    except subprocess.TimeoutExpired:
+        return None, f"git ls-remote {remote} did not answer within {timeout:g} s"
+    except OSError as exc:
+        return None, f"git ls-remote could not be run: {exc.strerror or exc}"
     if code != 0:
-        return None
+        lines = [x.strip() for x in err.splitlines() if x.strip()]
+        # git's "fatal: ..." line says why; the last line is the usual fallback.
+        said = next((x for x in lines if x.startswith("fatal:")), lines[-1] if lines else "")
+        detail = f": {said[:300]}" if said else ""
+        return None, f"git ls-remote {remote} exited with {code}{detail}"
     seen: dict[str, str] = {}
     for line in out.splitlines():
         sha, _, name = line.partition("\t")
         if name:
             seen[name.strip()] = sha.strip()
-    return {ref: seen.get(ref) for ref in refs}
+    return {ref: seen.get(ref) for ref in refs}, None
+
+
+def remote_destination(directory: str, remote: str, timeout: float) -> str | None:
+    """Where ``remote`` pushes now, as the effect's destination is written (the push URL in
+    URL form, normalized as the ledger does); None when it cannot be told. An observation
+    made long after the push asks the remote by name: this says whether the name still
+    points where the push went."""
+    import subprocess
+
+    from onstation.harness.effects.context import _destination
+    from onstation.harness.effects.git import _url_form
+    from onstation.harness.evidence import run_captured
+
+    if timeout <= 0 or remote.startswith("-") or not os.path.isdir(directory):
+        return None
+    argv = ["git", "-C", directory, "remote", "get-url", "--push", remote]
+    try:
+        code, out, _err = run_captured(argv, timeout=timeout, env=_git_env())
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = out.strip().splitlines()
+    url = lines[0] if code == 0 and lines else remote  # not a configured name: a URL or path
+    return _destination(_url_form(url, directory))
 
 
 def push_plan(
@@ -276,30 +319,46 @@ def observe(plan: Any, timeout: float = OBSERVE_TIMEOUT) -> tuple[str, dict[str,
     ref shows what was pushed, ``("not-executed", evidence)`` when every ref shows what it
     showed before (and that was not what was pushed), ``("uncertain", evidence)`` when some
     refs moved to what was pushed and others did not; None when the destination could not be
-    asked or shows something else."""
+    asked or shows something else (:func:`ask` says why)."""
+    outcome, evidence = ask(plan, timeout)
+    return None if outcome is None else (outcome, evidence)
+
+
+def ask(plan: Any, timeout: float = OBSERVE_TIMEOUT) -> tuple[str | None, dict[str, Any]]:
+    """:func:`observe`, with the evidence also when there is no conclusion: then the outcome
+    is None and ``evidence["why"]`` says, in one line, why the destination proves nothing
+    (it could not be asked, a ref moved elsewhere, the refs before are unknown)."""
     if not isinstance(plan, dict) or plan.get("kind") != "git.push":
-        return None
+        return None, {"why": "no record of how to ask the destination"}
     refs = plan.get("refs")
     directory, remote = plan.get("directory"), plan.get("remote")
     if not isinstance(refs, dict) or not isinstance(directory, str) or not isinstance(remote, str):
-        return None
-    now = ls_remote(directory, remote, sorted(refs), timeout)
+        return None, {"why": "the record of how to ask the destination is incomplete"}
+    evidence: dict[str, Any] = {"asked": "git ls-remote", "remote": remote}
+    now, why = ask_remote(directory, remote, sorted(refs), timeout)
     if now is None:
-        return None
+        return None, evidence | {"why": why or "the remote could not be asked"}
     shown = {
         ref: {"before": entry.get("before"), "intended": entry.get("intended"), "now": now[ref]}
         for ref, entry in refs.items()
     }
-    evidence = {"asked": "git ls-remote", "remote": remote, "refs": shown}
+    evidence["refs"] = shown
     done = [r for r, e in shown.items() if e["now"] == e["intended"]]
     if len(done) == len(shown):
         return "observed", evidence
-    if plan.get("before_known") is True and not plan.get("other_refs"):
-        if all(e["now"] == e["before"] for e in shown.values()):
-            return "not-executed", evidence
-        if done and all(e["now"] in (e["before"], e["intended"]) for e in shown.values()):
-            return "uncertain", evidence
-    return None
+    if plan.get("before_known") is not True:
+        why = "the remote's refs before the push are unknown (it could not be asked then)"
+    elif plan.get("other_refs"):
+        why = "a --prune or --mirror push may have changed refs that were not recorded"
+    elif all(e["now"] == e["before"] for e in shown.values()):
+        return "not-executed", evidence
+    elif done and all(e["now"] in (e["before"], e["intended"]) for e in shown.values()):
+        return "uncertain", evidence
+    else:
+        moved = sorted(r for r, e in shown.items() if e["now"] not in (e["before"], e["intended"]))
+        why = (f"{', '.join(moved)} moved to a commit that is neither the one before nor the "
+               "one pushed")  # fmt: skip
+    return None, evidence | {"why": why}
 
 
 __all__ = [
@@ -308,11 +367,14 @@ __all__ = [
     "INTERRUPT_MARKER",
     "OBSERVE_TIMEOUT",
     "CallOutcome",
+    "ask",
+    "ask_remote",
     "find_call_outcome",
     "input_digest",
     "is_declined_text",
     "ls_remote",
     "observe",
     "push_plan",
+    "remote_destination",
     "transcript_offset",
 ]

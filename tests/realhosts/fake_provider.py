@@ -1,0 +1,165 @@
+"""A fake Anthropic Messages API for the real Claude Code: the one boundary that cannot run here.
+
+Claude Code sends ``POST /v1/messages`` (streamed, server-sent events) to
+``$ANTHROPIC_BASE_URL``; this server answers as a model that does what a successor's prompt
+says: its first answer calls the ``Bash`` tool with the command the prompt gives after
+"run exactly:", then, once that tool's result is back, it works for a while (one ``sleep``
+call, as a model at work keeps its process alive) and ends its turn. The event sequence is the
+one the Messages API documents for streaming (docs.anthropic.com, "Streaming Messages":
+``message_start``, ``content_block_start``, ``content_block_delta`` with ``input_json_delta``
+or ``text_delta``, ``content_block_stop``, ``message_delta``, ``message_stop``).
+
+Every request is recorded (path, model, the tool names offered, the tool calls answered) in
+:attr:`FakeProvider.requests` for the test to assert on.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+#: A command the prompt tells the model to run: an indented line after "run exactly:".
+_COMMAND = re.compile(r"run exactly:\n\n  (?P<command>[^\n]+)\n")
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content or []:
+        if block.get("type") == "text":
+            parts.append(block.get("text", ""))
+    return "\n".join(parts)
+
+
+def _tool_results(messages: list[dict[str, Any]]) -> int:
+    return sum(
+        1
+        for m in messages
+        if m.get("role") == "user" and isinstance(m.get("content"), list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    )
+
+
+class FakeProvider:
+    """A Messages API on 127.0.0.1 (an ephemeral port) in a background thread."""
+
+    def __init__(self, work_seconds: int = 20) -> None:
+        self.work_seconds = work_seconds
+        self.requests: list[dict[str, Any]] = []
+        self._ids = itertools.count(1)
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self._json({})
+
+            def do_HEAD(self) -> None:
+                self.send_response(200)
+                self.end_headers()
+
+            def do_POST(self) -> None:
+                size = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(size) or b"{}")
+                if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
+                    self._json({"input_tokens": 10})
+                    return
+                block, stop = provider._answer(self.path, body)
+                message = {
+                    "id": f"msg_{next(provider._ids):04d}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": body.get("model", "claude"),
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 10, "output_tokens": 1},
+                }
+                if not body.get("stream"):
+                    self._json({**message, "content": [block], "stop_reason": stop})
+                    return
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                self._event("message_start", {"type": "message_start", "message": message})
+                if block["type"] == "tool_use":
+                    start = {**block, "input": {}}
+                    delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+                else:
+                    start = {"type": "text", "text": ""}
+                    delta = {"type": "text_delta", "text": block["text"]}
+                self._event(
+                    "content_block_start",
+                    {"type": "content_block_start", "index": 0, "content_block": start},
+                )
+                self._event(
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": 0, "delta": delta},
+                )
+                self._event("content_block_stop", {"type": "content_block_stop", "index": 0})
+                self._event(
+                    "message_delta",
+                    {
+                        "type": "message_delta",
+                        "delta": {"stop_reason": stop, "stop_sequence": None},
+                        "usage": {"output_tokens": 5},
+                    },
+                )
+                self._event("message_stop", {"type": "message_stop"})
+
+            def _json(self, data: dict[str, Any]) -> None:
+                raw = json.dumps(data).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def _event(self, kind: str, data: dict[str, Any]) -> None:
+                self.wfile.write(f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode())
+                self.wfile.flush()
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def _answer(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        messages = body.get("messages") or []
+        tools = [t.get("name") for t in body.get("tools") or []]
+        prompt = "\n".join(_text(m.get("content")) for m in messages if m.get("role") == "user")
+        found = _COMMAND.search(prompt)
+        done = _tool_results(messages)
+        command: str | None = None
+        if "Bash" in tools and found is not None:
+            if done == 0:
+                command = found.group("command")
+            elif done == 1 and self.work_seconds:
+                command = f"sleep {self.work_seconds}"
+        self.requests.append(
+            {"path": path, "model": body.get("model"), "tools": tools, "command": command}
+        )
+        if command is None:
+            return {"type": "text", "text": "done"}, "end_turn"
+        block = {
+            "type": "tool_use",
+            "id": f"toolu_{next(self._ids):04d}",
+            "name": "Bash",
+            "input": {"command": command, "description": "run the command"},
+        }
+        return block, "tool_use"
+
+    def __enter__(self) -> FakeProvider:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
