@@ -216,3 +216,14 @@ def test_parse_stat_parent() -> None:
     for bad in ("", "1 cat S 2", "1 (cat) S", "1 (cat) S x"):
         with pytest.raises(ValueError, match="stat"):
             parse_stat_parent(bad)
+
+
+def test_the_challenge_answer_stops_at_an_onstation_host() -> None:
+    """A hook walks past onstation's own console script; the challenge answer does not:
+    the fake agent (``onstation fake-agent``) runs it and is the successor itself."""
+    from onstation.harness.witness import HOOK_WRAPPERS, SHELL_WRAPPERS, pick_host
+
+    chain = [(30, "bash"), (20, "/venv/bin/onstation"), (10, "claude")]
+    assert pick_host(chain) == 10
+    assert pick_host(chain, SHELL_WRAPPERS) == 20
+    assert HOOK_WRAPPERS - {"onstation"} == SHELL_WRAPPERS

@@ -219,7 +219,8 @@ def challenge_answer(
         # it: up the parent chain past the shells between. A host's tool shell (Claude Code
         # wraps each Bash command in its own `bash -c`) exits right after the command, so
         # witnessing our direct parent would name a process gone before the relief looks.
-        seen = witnesses.host_process(nonce=new_nonce(), observed_at=ledger.now().isoformat())
+        seen = witnesses.host_process(nonce=new_nonce(), observed_at=ledger.now().isoformat(),
+                                      wrappers=witnesses.SHELL_WRAPPERS)  # fmt: skip
         if seen is None:
             seen = witnesses.observe(os.getppid(), nonce=new_nonce(),
                                      observed_at=ledger.now().isoformat())  # fmt: skip

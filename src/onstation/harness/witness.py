@@ -120,6 +120,7 @@ __all__ = [
     "PROC_READER",
     "PSUTIL_READER",
     "READERS",
+    "SHELL_WRAPPERS",
     "STATES",
     "UNKNOWN",
     "WITNESS_VERSION",
@@ -155,6 +156,10 @@ HOOK_WRAPPERS: Final = frozenset({
     "env", "timeout", "nice", "nohup", "setsid", "stdbuf", "time",
     "onstation",
 })  # fmt: skip
+#: Only the shells and wrappers: what a host's tool call runs a command through. A command
+#: onstation itself runs (``onstation fake-agent`` answering its challenge) has an onstation
+#: process as its host, so the challenge answer walks past these alone.
+SHELL_WRAPPERS: Final = HOOK_WRAPPERS - {"onstation"}
 # How far up a parent chain is walked at most (a chain longer than this is not a hook's).
 _MAX_CHAIN: Final = 64
 
@@ -627,7 +632,7 @@ def wait_gone(expected: ProcessWitness, timeout_s: float, poll_s: float = 0.05) 
 # --- the host process of a hook ----------------------------------------------------------
 
 
-def is_hook_wrapper(name: str | None) -> bool:
+def is_hook_wrapper(name: str | None, wrappers: frozenset[str] = HOOK_WRAPPERS) -> bool:
     """Whether a process called ``name`` is one :func:`host_process` walks past.
 
     Pure. ``name`` is a process name or an executable path (its basename counts); a login
@@ -636,10 +641,12 @@ def is_hook_wrapper(name: str | None) -> bool:
     if not name:
         return False
     base = name.rsplit("/", 1)[-1].removeprefix("-")
-    return base in HOOK_WRAPPERS
+    return base in wrappers
 
 
-def pick_host(chain: Iterable[tuple[int, str | None]]) -> int | None:
+def pick_host(
+    chain: Iterable[tuple[int, str | None]], wrappers: frozenset[str] = HOOK_WRAPPERS
+) -> int | None:
     """The host's pid from a parent chain, nearest ancestor first; None when there is none.
 
     Pure; consumes ``chain`` only as far as it needs (a lazy walk stops there). Each entry is
@@ -651,7 +658,7 @@ def pick_host(chain: Iterable[tuple[int, str | None]]) -> int | None:
     for pid, name in chain:
         if pid <= 1 or name is None:
             return None
-        if not is_hook_wrapper(name):
+        if not is_hook_wrapper(name, wrappers):
             return pid
     return None
 
@@ -666,6 +673,7 @@ def host_process(
     nonce: str = "host-process",
     observed_at: str | None = None,
     reader: str | None = None,
+    wrappers: frozenset[str] = HOOK_WRAPPERS,
 ) -> ProcessWitness | None:
     """A witness of the process a hook runs for (Claude Code, Codex, a fake agent).
 
@@ -675,7 +683,9 @@ def host_process(
     :data:`HOOK_WRAPPERS` name and witnesses the first other ancestor (:func:`pick_host`).
     None when the walk reaches pid 1, a name cannot be read, the process table cannot be
     read, or the host's child no longer has the host as its parent once the host was
-    witnessed (it exited and its pid may have been reused). ``observed_at`` defaults to now
+    witnessed (it exited and its pid may have been reused). ``wrappers``: the names walked
+    past (:data:`SHELL_WRAPPERS` to stop at an ``onstation`` process, the host of a command
+    onstation's own fake agent runs). ``observed_at`` defaults to now
     (UTC, whole seconds); ``reader`` as for :func:`observe`.
     """
     try:
@@ -704,7 +714,7 @@ def host_process(
             yield pid, name
             pid = parent
 
-    host = pick_host(chain())
+    host = pick_host(chain(), wrappers)
     if host is None:
         return None
     try:
