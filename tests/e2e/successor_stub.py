@@ -2,13 +2,17 @@
 
 Usage: successor_stub.py MODE ONSTATION. Modes: ok (echo, heartbeat), exit (exit at once),
 wrong-echo (echo a tampered challenge, heartbeat), silent-alive (never answer, stay alive),
-no-heartbeat (echo, then stay alive without renewing the lease).
+no-heartbeat (echo, then stay alive without renewing the lease), sandboxed (echo from a
+helper outside the successor's process tree that carries its launch marker, as a command in
+Codex's Linux sandbox is seen from outside its PID namespace; heartbeat), stranger (the same
+helper without the marker; heartbeat).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -22,6 +26,24 @@ def main() -> None:
         return
     if mode == "wrong-echo":
         challenge["worktree_head"] = "0" * 40
+    if mode in ("sandboxed", "stranger"):
+        answer = [onstation, "challenge", "answer", node, "--generation", gen, "--echo",
+                  json.dumps(challenge)]  # fmt: skip
+        env = dict(os.environ)
+        if mode == "stranger":
+            env.pop("ONSTATION_WITNESS_MARKER", None)
+        # A helper that outlives its parent: once reparented, it is no descendant of this
+        # process, and it answers only then.
+        code = ("import os, subprocess, sys, time\n"
+                "while os.getppid() == int(sys.argv[2]): time.sleep(0.01)\n"
+                "subprocess.run(['bash', '-c', sys.argv[1]])\n"
+                "time.sleep(60)\n")  # fmt: skip
+        helper = subprocess.Popen(
+            ["sh", "-c", '"$0" -c "$1" "$2" "$$" & exit 0', sys.executable, code,
+             shlex.join(answer)],
+            env=env, start_new_session=True,
+        )  # fmt: skip
+        helper.wait()
     if mode in ("ok", "wrong-echo", "no-heartbeat"):
         done = subprocess.run(
             [onstation, "challenge", "answer", node, "--generation", gen, "--echo",
@@ -29,7 +51,7 @@ def main() -> None:
         )  # fmt: skip
         print("answer", done.returncode, done.stderr.strip(), flush=True)
     for _ in range(300):
-        if mode in ("ok", "wrong-echo"):
+        if mode in ("ok", "wrong-echo", "sandboxed", "stranger"):
             subprocess.run([onstation, "lease", "renew", node, "--generation", gen],
                            capture_output=True, check=False)  # fmt: skip
         time.sleep(0.1)

@@ -60,6 +60,25 @@ def relieve(team: dict[str, Any], mode: str, *extra: str) -> subprocess.Complete
                "--brief-wait", "0", "--shutdown-wait", "0.5", "--json", *extra)  # fmt: skip
 
 
+def test_an_answer_from_outside_the_process_tree_counts_only_with_the_launch_marker(
+    team: dict[str, Any],
+) -> None:
+    """Codex runs commands in a Linux sandbox with its own PID namespace: the answering
+    process's parent chain does not lead to the launched successor (seen with codex-cli
+    0.171.0, docs/hosts.md). The launch marker, inherited by the successor's descendants
+    only, still shows the answer came from it; without the marker the birth fails
+    (``stranger`` in the parametrized failures below)."""
+    done = relieve(team, "sandboxed", "--challenge-wait", "30")
+    assert done.returncode == 0, done.stdout
+    outcome = json.loads(done.stdout)
+    assert outcome["state"] == "SETTLED", outcome
+    with Ledger.open(team["db"]) as ledger:
+        birth = ReliefLedger(ledger).birth("exec-1", 2)
+    assert birth is not None and birth.answer_witness is not None
+    assert birth.answer_witness["pid"] != outcome["successor_pid"]
+    assert birth.answer_witness["marker"] == birth.launch_witness["marker"]
+
+
 def test_relief_succeeds_only_when_echo_process_and_heartbeat_agree(team: dict[str, Any]) -> None:
     done = relieve(team, "ok", "--challenge-wait", "30")
     assert done.returncode == 0, done.stderr
@@ -93,6 +112,7 @@ def test_relief_succeeds_only_when_echo_process_and_heartbeat_agree(team: dict[s
         ("wrong-echo", "no challenge answer in time"),
         ("silent-alive", "no challenge answer in time (process match"),
         ("no-heartbeat", "renewed its lease (are onstation's hooks installed"),
+        ("stranger", "which is not the successor"),
     ],
 )
 def test_a_failed_birth_is_fenced_and_never_retried(

@@ -1,4 +1,7 @@
-"""A fake Anthropic Messages API for the real Claude Code: the one boundary that cannot run here.
+"""Fake model providers for the real hosts: the one boundary that cannot run here.
+
+:class:`FakeProvider` is an Anthropic Messages API for Claude Code; :class:`FakeResponses` an
+OpenAI Responses API for Codex CLI.
 
 Claude Code sends ``POST /v1/messages`` (streamed, server-sent events) to
 ``$ANTHROPIC_BASE_URL``; this server answers as a model that does what a successor's prompt
@@ -157,6 +160,93 @@ class FakeProvider:
         return block, "tool_use"
 
     def __enter__(self) -> FakeProvider:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class FakeResponses:
+    """A fake OpenAI Responses API for the real Codex CLI (``POST /v1/responses``, streamed).
+
+    Codex reaches it as a custom model provider (``[model_providers.fake]`` with ``base_url``
+    and ``wire_api = "responses"`` in ``$CODEX_HOME/config.toml``). Each answer is the event
+    sequence Codex's own tests mock (``openai/codex`` ``codex-rs/core/tests/common/
+    responses.rs``: ``response.created``, ``response.output_item.done``,
+    ``response.completed``). The model calls Codex's ``exec_command`` tool with the command
+    its prompt gives after "run exactly:", then works for a while (``sleep``), then answers.
+    """
+
+    def __init__(self, work_seconds: int = 20) -> None:
+        self.work_seconds = work_seconds
+        self.requests: list[dict[str, Any]] = []
+        self._ids = itertools.count(1)
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self.send_response(404)
+                self.end_headers()
+
+            def do_POST(self) -> None:
+                size = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(size) or b"{}")
+                raw = "".join(
+                    f"event: {e['type']}\ndata: {json.dumps(e)}\n\n"
+                    for e in provider._answer(self.path, body)
+                ).encode()
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("content-length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def _answer(self, path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+        items = body.get("input") or []
+        tools = [t.get("name") for t in body.get("tools") or []]
+        prompt = "\n".join(
+            part.get("text", "")
+            for item in items
+            if item.get("type") == "message" and item.get("role") == "user"
+            for part in item.get("content") or []
+            if isinstance(part, dict)
+        )
+        done = sum(1 for item in items if item.get("type") == "function_call_output")
+        found = _COMMAND.search(prompt)
+        command: str | None = None
+        if "exec_command" in tools and found is not None:
+            if done == 0:
+                command = found.group("command")
+            elif done == 1 and self.work_seconds:
+                command = f"sleep {self.work_seconds}"
+        self.requests.append({"path": path, "tools": tools, "command": command})
+        response = f"resp_{next(self._ids):04d}"
+        if command is None:
+            item: dict[str, Any] = {"type": "message", "role": "assistant",
+                                    "id": f"msg_{next(self._ids):04d}",
+                                    "content": [{"type": "output_text", "text": "done"}]}  # fmt: skip
+        else:
+            item = {"type": "function_call", "call_id": f"call_{next(self._ids):04d}",
+                    "name": "exec_command",
+                    "arguments": json.dumps({"cmd": command, "yield_time_ms": 60000})}  # fmt: skip
+        usage = {"input_tokens": 10, "input_tokens_details": None, "output_tokens": 1,
+                 "output_tokens_details": None, "total_tokens": 11}  # fmt: skip
+        return [
+            {"type": "response.created", "response": {"id": response}},
+            {"type": "response.output_item.done", "item": item},
+            {"type": "response.completed", "response": {"id": response, "usage": usage}},
+        ]
+
+    def __enter__(self) -> FakeResponses:
         self._thread.start()
         return self
 

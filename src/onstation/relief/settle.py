@@ -278,20 +278,30 @@ class LaunchAndSettle:
                     self.relief.set_launch_witness(self.node, generation, followed.to_json())
                     self.say(f"the successor process exec'd: {check.reason}")
                     launched = followed
-                answer_pid = (birth.answer_witness or {}).get("pid")
-                answered_by_body = answer_pid in (root, None) or _descends(answer_pid, launched.pid)
+                answer = birth.answer_witness or {}
+                answer_pid = answer.get("pid")
+                answered_by_body = (
+                    answer_pid in (root, None)
+                    or _descends(answer_pid, launched.pid)
+                    # A sandbox in its own PID namespace (Codex's, on Linux) shows the answer
+                    # under other pids; the launch marker, inherited only by the launched
+                    # process's descendants, still names it.
+                    or (launched.marker is not None and answer.get("marker") == launched.marker)
+                )
                 # What still disagrees, for the reason given if the wait runs out.
+                problems = []
                 if not answered_by_body:
-                    missing = (f"the challenge was answered from process {answer_pid}, "
-                               f"which is not the successor (pid {launched.pid}) or its "
-                               "descendant")  # fmt: skip
-                elif check.state != "MATCH":
-                    missing = f"the successor's process does not match: {check.reason}"
-                elif not heartbeat:
+                    problems.append(f"the challenge was answered from process {answer_pid}, "
+                                    f"which is not the successor (pid {launched.pid}) or its "
+                                    "descendant")  # fmt: skip
+                if not heartbeat:
                     # Hooks renew a launched body's lease: none did, so none of its hooks ran.
-                    missing = ("no heartbeat in time: no hook of the successor renewed its lease "
-                               "(are onstation's hooks installed and trusted there? onstation "
-                               "doctor)")  # fmt: skip
+                    problems.append("no heartbeat in time: no hook of the successor renewed its "
+                                    "lease (are onstation's hooks installed and trusted there? "
+                                    "onstation doctor)")  # fmt: skip
+                if check.state != "MATCH":
+                    problems.append(f"the successor's process does not match: {check.reason}")
+                missing = "; ".join(problems) or missing
                 if check.state == "MATCH" and heartbeat and answered_by_body:
                     self.relief.decide_birth(self.node, generation=generation, running=True,
                                              reason="echo, process and heartbeat witnesses agree",
