@@ -19,50 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hookworld import GIT_ENV, NODE, ONSTATION, Claude, git_project, sh
 
 from onstation.harness.fake_agent import mark_scratch_workspace
 from onstation.relief.reconcile import unobserved_why
 
-ONSTATION = str(Path(sys.executable).with_name("onstation"))
 STUB = str(Path(__file__).with_name("successor_stub.py"))
-NODE = "exec-1"
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "t@example.com",
-}  # fmt: skip
-
-
-def sh(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        args, cwd=cwd, capture_output=True, text=True, env={**os.environ, **GIT_ENV}, check=True
-    )
-    return done.stdout.strip()
-
-
-class Claude:
-    """Claude Code's hook runner, as far as these tests need it: each event runs the command
-    string `onstation install` wrote into .claude/settings.local.json, the payload on stdin."""
-
-    def __init__(self, project: Path, env: dict[str, str], session_id: str) -> None:
-        self.project, self.env, self.session_id = project, env, session_id
-        self.transcript = project.parent / f"{session_id}.jsonl"
-        self.transcript.touch()
-        settings = json.loads((project / ".claude" / "settings.local.json").read_text())
-        self.commands = {
-            event: groups[-1]["hooks"][0]["command"] for event, groups in settings["hooks"].items()
-        }
-
-    def fire(self, event: str, **fields: Any) -> dict[str, Any] | None:
-        payload = {"session_id": self.session_id, "transcript_path": str(self.transcript),
-                   "cwd": str(self.project), "hook_event_name": event,
-                   "permission_mode": "default", **fields}  # fmt: skip
-        assert "onstation" in self.commands[event] and "claude-code" in self.commands[event]
-        done = subprocess.run(  # noqa: S602 - the command string as Claude Code runs it
-            self.commands[event], shell=True, input=json.dumps(payload), capture_output=True,
-            text=True, env=self.env, cwd=self.project, timeout=60, check=False,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout) if done.stdout.strip() else None
 
 
 def run(world: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
@@ -77,15 +39,7 @@ def run_json(world: dict[str, Any], *args: str) -> Any:
 
 
 def _world(tmp_path: Path, db: str) -> dict[str, Any]:
-    origin = tmp_path / "origin.git"
-    project = tmp_path / "app"
-    sh(tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(origin))
-    sh(tmp_path, "git", "init", "-q", "-b", "main", str(project))
-    (project / "README.md").write_text("app\n")
-    sh(project, "git", "add", "README.md")
-    sh(project, "git", "commit", "-q", "-m", "init")
-    sh(project, "git", "remote", "add", "origin", str(origin))
-    sh(project, "git", "push", "-q", "-u", "origin", "main")
+    project, origin = git_project(tmp_path)
     mark_scratch_workspace(project)  # this test made it: a stand-in successor may work in it
     env = {**os.environ, **GIT_ENV, "ONSTATION_DB": db, "XDG_STATE_HOME": str(tmp_path / "state"),
            "ONSTATION_KEYS_DIR": str(tmp_path / "keys")}  # fmt: skip
@@ -101,7 +55,7 @@ def _world(tmp_path: Path, db: str) -> dict[str, Any]:
     world["commit"] = sh(project, "git", "rev-parse", "HEAD")
     world["before"] = sh(origin, "git", "rev-parse", "main")
     claude = Claude(project, env, "sess-1")
-    started = claude.fire("SessionStart", source="startup")
+    started = claude.host.fire(claude.session_id, "SessionStart", source="startup")
     assert started is not None and "body of exec-1, generation 1" in str(started)
     world["claude"] = claude
     return world
@@ -125,10 +79,10 @@ def dispatch_push_and_kill_the_host(world: dict[str, Any], *, pushed: bool = Fal
     line = {"type": "assistant", "sessionId": claude.session_id, "message": {
         "role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01", "name": "Bash",
                                           "input": {"command": "git push"}}]}}  # fmt: skip
-    with claude.transcript.open("a") as fh:
-        fh.write(json.dumps(line) + "\n")
-    out = claude.fire("PreToolUse", tool_name="Bash", tool_use_id="toolu_01",
-                      tool_input={"command": "git push", "description": "push"})  # fmt: skip
+    claude.append(line)
+    out = claude.host.fire(claude.session_id, "PreToolUse", tool_name="Bash",
+                           tool_use_id="toolu_01",
+                           tool_input={"command": "git push", "description": "push"})  # fmt: skip
     assert out is None  # allowed: no decision, no context
     if pushed:
         sh(world["project"], "git", "push", "-q")

@@ -231,9 +231,9 @@ class FakeResponses:
         self.requests.append({"path": path, "tools": tools, "command": command})
         response = f"resp_{next(self._ids):04d}"
         if command is None:
-            item: dict[str, Any] = {"type": "message", "role": "assistant",
-                                    "id": f"msg_{next(self._ids):04d}",
-                                    "content": [{"type": "output_text", "text": "done"}]}  # fmt: skip
+            text = [{"type": "output_text", "text": "done"}]
+            item: dict[str, Any] = {"type": "message", "role": "assistant", "content": text,
+                                    "id": f"msg_{next(self._ids):04d}"}  # fmt: skip
         else:
             item = {"type": "function_call", "call_id": f"call_{next(self._ids):04d}",
                     "name": "exec_command",

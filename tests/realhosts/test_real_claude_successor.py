@@ -11,20 +11,16 @@ its permission rules in ``dontAsk`` mode, its hooks from the project's
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_provider import FakeProvider
+from realworld import GIT, ONSTATION, body_at_work, relieve, workspace
 
-from onstation.harness.fake_agent import mark_scratch_workspace
 from onstation.ledger import Ledger
 from onstation.ledger.relief_records import ReliefLedger
 
@@ -32,28 +28,6 @@ REAL_CLAUDE = os.environ.get("ONSTATION_REAL_CLAUDE")
 pytestmark = pytest.mark.skipif(
     not REAL_CLAUDE, reason="no real claude given (ONSTATION_REAL_CLAUDE; ./dev realhosts)"
 )
-ONSTATION = str(Path(sys.executable).with_name("onstation"))
-GIT = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "T",
-       "GIT_COMMITTER_EMAIL": "t@e"}  # fmt: skip
-
-
-def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [ONSTATION, *args], capture_output=True, text=True, env=env, timeout=300, check=False
-    )
-
-
-def _capacity(root: Path) -> Path:
-    sample = Path(__file__).parents[2] / "src/onstation/plan/examples/sample-input.json"
-    evidence = json.loads(sample.read_text())["capacity"]["evidence"]
-    now = datetime.now(UTC)
-    stamp = "%Y-%m-%dT%H:%M:%SZ"
-    evidence |= {"node": "exec-1", "harness": "claude-code", "observedAt": now.strftime(stamp),
-                 "validUntil": (now + timedelta(minutes=30)).strftime(stamp)}  # fmt: skip
-    evidence["reservation"]["expiresAt"] = (now + timedelta(minutes=30)).strftime(stamp)
-    path = root / "capacity.json"
-    path.write_text(json.dumps(evidence))
-    return path
 
 
 @pytest.fixture
@@ -61,13 +35,7 @@ def team(tmp_path: Path) -> Iterator[dict[str, Any]]:
     """exec-1 at work in a workspace whose path holds a quote and a space; the real claude
     first on a PATH without onstation; its home (user settings) a fresh folder."""
     assert REAL_CLAUDE is not None
-    root = tmp_path / "it's a team"
-    app = root / "app"
-    app.mkdir(parents=True)
-    for argv in (["git", "init", "-q", "-b", "main"],
-                 ["git", "commit", "-q", "--allow-empty", "-m", "init"]):  # fmt: skip
-        subprocess.run(argv, cwd=app, check=True, env={**os.environ, **GIT})
-    mark_scratch_workspace(app)
+    root, app = workspace(tmp_path)
     home = tmp_path / "home"
     home.mkdir()
     with FakeProvider(work_seconds=30) as provider:
@@ -83,13 +51,7 @@ def team(tmp_path: Path) -> Iterator[dict[str, Any]]:
             "DISABLE_AUTOUPDATER": "1",
             "DISABLE_TELEMETRY": "1",
         }
-        done = run(env, "install", "claude-code", "--project", str(app), "--node", "exec-1")
-        assert done.returncode == 0, done.stderr
-        assert run(env, "episode", "open", "exec-1", "--objective", "build it").returncode == 0
-        payload = {"session_id": "pred", "cwd": str(app), "hook_event_name": "SessionStart",
-                   "source": "startup"}  # fmt: skip
-        subprocess.run([ONSTATION, "hook", "claude-code", "SessionStart"], env=env, check=True,
-                       input=json.dumps(payload), text=True, capture_output=True)  # fmt: skip
+        body_at_work(env, app, "claude-code")
         state: dict[str, Any] = {"app": app, "env": env, "root": root, "tmp": tmp_path,
                                  "provider": provider, "pids": []}  # fmt: skip
         yield state
@@ -99,14 +61,7 @@ def team(tmp_path: Path) -> Iterator[dict[str, Any]]:
 
 
 def test_a_real_claude_successor_answers_its_challenge_and_runs(team: dict[str, Any]) -> None:
-    done = subprocess.run(
-        [ONSTATION, "relieve", "exec-1", "--harness", "claude-code", "--brief-wait", "0",
-         "--shutdown-wait", "0.5", "--challenge-wait", "120", "--capacity",
-         str(_capacity(team["tmp"])), "--json"],
-        capture_output=True, text=True, env=team["env"], timeout=300, check=False,
-    )  # fmt: skip
-    assert done.stdout.strip(), done.stderr
-    outcome = json.loads(done.stdout)
+    outcome = relieve(team["env"], team["root"], "claude-code", "claude-code", "120")
     if outcome.get("successor_pid"):
         team["pids"].append(outcome["successor_pid"])
     assert (outcome["state"], outcome["to_generation"]) == ("SETTLED", 2), outcome
@@ -118,6 +73,7 @@ def test_a_real_claude_successor_answers_its_challenge_and_runs(team: dict[str, 
     assert "birth.answered" in kinds and birth.answered_at is not None
     # The answer came from the host process itself (Claude Code runs each Bash command in a
     # shell of its own, gone by the time the relief looks), never from that passing shell.
+    assert birth.answer_witness is not None
     assert birth.answer_witness["pid"] == outcome["successor_pid"]
     # The model asked for the exact challenge command, and Claude Code's permission rules
     # let it run (the answer is in the ledger); the hooks of the real host renewed the lease.

@@ -14,17 +14,14 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_provider import FakeResponses
+from realworld import GIT, ONSTATION, body_at_work, relieve, workspace
 
-from onstation.harness.fake_agent import mark_scratch_workspace
 from onstation.ledger import Ledger
 from onstation.ledger.relief_records import ReliefLedger
 
@@ -32,28 +29,6 @@ REAL_CODEX = os.environ.get("ONSTATION_REAL_CODEX")
 pytestmark = pytest.mark.skipif(
     not REAL_CODEX, reason="no real codex given (ONSTATION_REAL_CODEX; ./dev realhosts)"
 )
-ONSTATION = str(Path(sys.executable).with_name("onstation"))
-GIT = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "T",
-       "GIT_COMMITTER_EMAIL": "t@e"}  # fmt: skip
-
-
-def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [ONSTATION, *args], capture_output=True, text=True, env=env, timeout=300, check=False
-    )
-
-
-def _capacity(root: Path) -> Path:
-    sample = Path(__file__).parents[2] / "src/onstation/plan/examples/sample-input.json"
-    evidence = json.loads(sample.read_text())["capacity"]["evidence"]
-    now = datetime.now(UTC)
-    stamp = "%Y-%m-%dT%H:%M:%SZ"
-    evidence |= {"node": "exec-1", "harness": "codex-cli", "observedAt": now.strftime(stamp),
-                 "validUntil": (now + timedelta(minutes=30)).strftime(stamp)}  # fmt: skip
-    evidence["reservation"]["expiresAt"] = (now + timedelta(minutes=30)).strftime(stamp)
-    path = root / "capacity.json"
-    path.write_text(json.dumps(evidence))
-    return path
 
 
 def _codex_config(app: Path, provider: FakeResponses, trusted: bool) -> str:
@@ -73,13 +48,7 @@ def _codex_config(app: Path, provider: FakeResponses, trusted: bool) -> str:
 @pytest.fixture(params=[True, False], ids=["hooks-trusted", "hooks-untrusted"])
 def team(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
     assert REAL_CODEX is not None
-    root = tmp_path / "it's a team"
-    app = root / "app"
-    app.mkdir(parents=True)
-    for argv in (["git", "init", "-q", "-b", "main"],
-                 ["git", "commit", "-q", "--allow-empty", "-m", "init"]):  # fmt: skip
-        subprocess.run(argv, cwd=app, check=True, env={**os.environ, **GIT})
-    mark_scratch_workspace(app)
+    root, app = workspace(tmp_path)
     codex_home = tmp_path / "codex-home"
     codex_home.mkdir()
     with FakeResponses(work_seconds=30) as provider:
@@ -93,17 +62,11 @@ def team(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, A
             "ONSTATION_KEYS_DIR": str(tmp_path / "keys"),
             "PATH": f"{Path(REAL_CODEX).parent}{os.pathsep}/usr/bin{os.pathsep}/bin",
         }
-        for harness in ("claude-code", "codex"):
-            done = run(env, "install", harness, "--project", str(app), "--node", "exec-1")
-            assert done.returncode == 0, done.stderr
+        body_at_work(env, app, "claude-code", "codex")
         (codex_home / "config.toml").write_text(_codex_config(app, provider, request.param))
-        assert run(env, "episode", "open", "exec-1", "--objective", "build it").returncode == 0
-        payload = {"session_id": "pred", "cwd": str(app), "hook_event_name": "SessionStart",
-                   "source": "startup"}  # fmt: skip
-        subprocess.run([ONSTATION, "hook", "claude-code", "SessionStart"], env=env, check=True,
-                       input=json.dumps(payload), text=True, capture_output=True)  # fmt: skip
         state: dict[str, Any] = {"app": app, "env": env, "root": root, "tmp": tmp_path,
-                                 "provider": provider, "pids": [], "trusted": request.param}  # fmt: skip
+                                 "provider": provider, "pids": [],
+                                 "trusted": request.param}  # fmt: skip
         yield state
         for pid in state["pids"]:
             with contextlib.suppress(ProcessLookupError):
@@ -112,14 +75,7 @@ def team(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, A
 
 def test_a_real_codex_successor_is_bound_by_its_process_and_runs(team: dict[str, Any]) -> None:
     wait = "120" if team["trusted"] else "45"
-    done = subprocess.run(
-        [ONSTATION, "relieve", "exec-1", "--harness", "codex", "--brief-wait", "0",
-         "--shutdown-wait", "0.5", "--challenge-wait", wait, "--capacity",
-         str(_capacity(team["tmp"])), "--json"],
-        capture_output=True, text=True, env=team["env"], timeout=300, check=False,
-    )  # fmt: skip
-    assert done.stdout.strip(), done.stderr
-    outcome = json.loads(done.stdout)
+    outcome = relieve(team["env"], team["root"], "codex", "codex-cli", wait)
     if outcome.get("successor_pid"):
         team["pids"].append(outcome["successor_pid"])
     calls = [r["command"] for r in team["provider"].requests if r["command"]]
@@ -129,11 +85,12 @@ def test_a_real_codex_successor_is_bound_by_its_process_and_runs(team: dict[str,
         birth = ReliefLedger(ledger).birth("exec-1", 2)
         bound = [e for e in ledger.history("exec-1") if e.kind == "session.launch_bound"]
     assert birth is not None and birth.answered_at is not None
+    assert birth.answer_witness is not None
     if not team["trusted"]:
         # Codex runs no hook it was not asked to trust: nothing renews the lease, nothing
         # binds, and the birth fails naming where to look.
         assert outcome["state"] == "BIRTH_FAILED", outcome
-        assert any("onstation doctor" in r for r in outcome["reasons"]), outcome
+        assert any("onstation doctor" in str(r) for r in outcome["reasons"]), outcome  # type: ignore[attr-defined]
         assert bound == []
         return
     assert (outcome["state"], outcome["to_generation"]) == ("SETTLED", 2), outcome
@@ -142,5 +99,5 @@ def test_a_real_codex_successor_is_bound_by_its_process_and_runs(team: dict[str,
     # npm wrapper onstation launched), took the launched lease.
     (event,) = bound
     assert event.detail["session_id"] != event.detail["launched_session"]
-    assert birth.answer_witness["pid"] != outcome["successor_pid"]
-    assert birth.answer_witness["executable"].endswith("/codex")
+    # The answer ran in Codex's sandbox: another PID namespace, the launch marker inherited.
+    assert birth.answer_witness["marker"] == birth.launch_witness["marker"]
