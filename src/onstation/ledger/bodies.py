@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -77,6 +78,8 @@ class Admission(Record):
 CONTINUING_SOURCES = frozenset({"resume", "clear", "compact", "fork"})
 
 #: The facts that make two process witnesses the same process (see onstation.harness.witness).
+#: A full commit id (SHA-1 or SHA-256 object format).
+_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _PROCESS_IDENTITY = ("host", "boot_id", "pid", "start_ticks", "start_clock")
 
 
@@ -577,6 +580,35 @@ class HarnessLedger(Correspondence):
             else self._q("session_flag_stop_blocked")
         )
         self.ledger._write(lambda tx, now: tx.run(sql, (now, session_id)))
+
+    def record_base(self, node: str, generation: int, commit: str, *, source: str) -> str:
+        """Record the commit ``generation`` started from, unless one is recorded; return the
+        recorded one. The first record wins: a later session of the same generation (a /clear)
+        started where the body already was, not where its work began."""
+        validate_name(node, "node")
+        if not _COMMIT.fullmatch(commit):
+            raise BadInput(f"base commit: {commit!r} is not a full commit id", field="commit")
+        validate_name(source, "source")
+
+        def body(tx: Tx, now: int) -> str:
+            self.ledger._get_node(tx, node)
+            known = tx.one(self._q("generation_base_of"), (node, generation))
+            if known is not None:
+                return str(known[0])
+            tx.run(self._q("generation_base_insert"), (node, generation, commit, source, now))
+            self.ledger._event(tx, now, node=node, kind="generation.base", generation=generation,
+                               actor=source, commit=commit)  # fmt: skip
+            return commit
+
+        return self.ledger._write(body)
+
+    def base_of(self, node: str, generation: int) -> str | None:
+        """The commit ``generation`` started from, or None when it was never learnt."""
+        validate_name(node, "node")
+        row = self.ledger._read(
+            lambda tx, _now: tx.one(self._q("generation_base_of"), (node, generation))
+        )
+        return None if row is None else str(row[0])
 
     def set_transcript(self, session_id: str, path: str) -> None:
         """Remember where the session's transcript lives (evidence for a native resume)."""

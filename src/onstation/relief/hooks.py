@@ -197,6 +197,7 @@ class HookRunner:
             notice = texts.refused_notice(session.node, str(admission.reason))
             told = _context("SessionStart", self._refused_text(admission))
             return HookAnswer(self.adapter.with_notice("SessionStart", told, notice))
+        self._record_base(session)
         birth = self._provisional_birth(session)
         if birth is not None:
             return HookAnswer(_context("SessionStart", self._successor_start(session, birth)))
@@ -215,6 +216,19 @@ class HookRunner:
             parts.append(texts.body_start(session.node, session.generation))
         parts.extend(self._pending(session))
         return HookAnswer(_context("SessionStart", "\n\n".join(parts)))
+
+    def _record_base(self, session: BodySession) -> None:
+        """The commit this generation started from, the first time one of its sessions starts
+        in a git workspace (the capsule's diff of this body's work is taken against it)."""
+        if session.workspace is None or self.records.base_of(session.node, session.generation):
+            return
+        from onstation.harness.evidence import git
+
+        head = git(session.workspace, "rev-parse", "--verify", "--quiet", "HEAD^{commit}",
+                   timeout=2)  # fmt: skip
+        if head:
+            self.records.record_base(session.node, session.generation, head,
+                                     source="session-start")  # fmt: skip
 
     def _successor_start(self, session: BodySession, birth: Any) -> str:
         """An interactive successor: record its process witness, hand it its prompt."""

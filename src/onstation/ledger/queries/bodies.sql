@@ -187,3 +187,11 @@ WHERE b.node = ? AND b.generation = ? AND b.lease_id = ? AND b.state = 'PROVISIO
   AND b.launch_witness IS NOT NULL
 ORDER BY s.bound_at
 LIMIT 1;
+
+-- name: generation_base_of
+-- The commit a generation started from, and how it was learnt.
+SELECT commit_id, source FROM generation_base WHERE node = ? AND generation = ?;
+
+-- name: generation_base_insert
+-- Record a generation's base (the caller checked that none is recorded: the first wins).
+INSERT INTO generation_base (node, generation, commit_id, source, at) VALUES (?, ?, ?, ?, ?);
