@@ -893,3 +893,17 @@ def test_a_launched_successors_own_session_is_bound_by_its_process(ledger: Ledge
     # Once the birth is decided, a new session of that process binds only as any other does.
     relief.decide_birth("exec-1", generation=2, running=True, reason="test", by="t")
     assert not admit("thread-2", child).admitted  # type: ignore[attr-defined]
+
+
+def test_a_generation_records_its_base_once(ledger: Ledger) -> None:
+    from onstation.ledger.bodies import HarnessLedger
+
+    ledger.register_node("exec-1", role="executor", spawner="lead")
+    records = HarnessLedger(ledger)
+    assert records.base_of("exec-1", 1) is None
+    assert records.record_base("exec-1", 1, "a" * 40, source="launch") == "a" * 40
+    assert records.record_base("exec-1", 1, "b" * 64, source="session-start") == "a" * 40
+    assert records.record_base("exec-1", 2, "b" * 64, source="session-start") == "b" * 64
+    assert (records.base_of("exec-1", 1), records.base_of("exec-1", 2)) == ("a" * 40, "b" * 64)
+    events = [e for e in ledger.history("exec-1") if e.kind == "generation.base"]
+    assert [(e.generation, e.actor) for e in events] == [(1, "launch"), (2, "session-start")]
