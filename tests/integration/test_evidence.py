@@ -345,9 +345,9 @@ def test_collect_without_upstream_uses_main(repo: Path) -> None:
     assert ev.base_ref == "main" and ev.merge_base == main
     assert ev.changed_files == ("t.txt",)
     assert ev.dirty is False and ev.untracked_files == ()
-    # No origin: the first remote, verbatim (the capsule scrubs it, the brief ignores it).
+    # No origin: the first remote, its credentials scrubbed where they are collected.
     assert ev.remote_name == "fork"
-    assert ev.remote_url == "https://bot:s3cret@example.org/x.git"
+    assert ev.remote_url == "https://[redacted: url-credentials]@example.org/x.git"
 
 
 # --------------------------------------------------------------------------------------------
@@ -401,7 +401,9 @@ def test_plan_build_runs_no_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert repository["head"] == "a" * 40
     assert repository["tree"] == "b" * 40
     assert repository["base"] == "c" * 40
-    assert repository["remote"] == "https://github.com/example/webapp.git"
+    assert (
+        repository["remote"] == "https://[redacted: url-credentials]@github.com/example/webapp.git"
+    )
     assert repository["dirty"] is True
     assert repository["diff"]["files"] == [{"path": "x.py", "status": "M"}]
     assert repository["diff"]["stat"] == " x.py | 1 +\n"

@@ -80,7 +80,9 @@ def test_capsule_built_from_ledger_and_git(ledger: Ledger, repo: Path) -> None:
     assert payload["repository"]["head"] == _git(repo, "rev-parse", "HEAD")
     assert payload["repository"]["tree"] == _git(repo, "rev-parse", "HEAD^{tree}")
     assert payload["repository"]["base"] == _git(repo, "rev-parse", "base")
-    assert payload["repository"]["remote"] == "https://github.com/example/webapp.git"
+    assert payload["repository"]["remote"] == (
+        "https://[redacted: url-credentials]@github.com/example/webapp.git"
+    )
     assert {f["path"] for f in payload["repository"]["diff"]["files"]} == {"a.txt", "b.txt"}
     assert payload["repository"]["dirty"] is True
     assert [(e["effectId"], e["state"]) for e in payload["effects"]] == [(effect_id, "DISPATCHED")]

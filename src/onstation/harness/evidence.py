@@ -27,7 +27,9 @@ own environment (it predicts what the agent's git will do, so it must see the ag
   :class:`OSError`), for setting up scratch repositories.
 
 :func:`collect` asks git, read-only, everything onstation's briefs, manifests and capsules
-use, and returns it as the plan layer's :class:`~onstation.plan.evidence.GitEvidence`.
+use, and returns it as the plan layer's :class:`~onstation.plan.evidence.GitEvidence`. The
+remote URL is scrubbed of credentials here, where it is collected
+(:func:`onstation.core.redact.scrub_url`), so no reader of the evidence ever holds one.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal, overload
 
+from onstation.core.redact import scrub_url
 from onstation.plan.evidence import DiffEntry, GitEvidence, WorkTreeDiff
 
 __all__ = [
@@ -219,6 +222,9 @@ def collect(workspace: str | os.PathLike[str], base: str | None = None) -> GitEv
     remotes = (git(ws, "remote") or "").split()
     remote_name = ("origin" if "origin" in remotes else remotes[0]) if remotes else None
     remote_url = None if remote_name is None else _line(ws, "remote", "get-url", remote_name)
+    if remote_url is not None:
+        # Secrets never travel: ``https://user:TOKEN@host`` is scrubbed before anyone reads it.
+        remote_url = scrub_url(remote_url)
     return GitEvidence(
         workspace=ws,
         repository=True,

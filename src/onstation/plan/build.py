@@ -3,8 +3,11 @@
 Nothing is invented: what the ledger and git can prove becomes cited facts; what the agent
 supplies (``--facts FILE``) is carried with the trust class it declares and checked against
 the schema; every part nobody supplied is listed under ``omissions``. Transcript text is
-bounded, stripped of invisible characters and marked untrusted evidence. Credentials in a
-remote URL are removed before they can reach a capsule.
+bounded, stripped of invisible characters and marked untrusted evidence. Secrets never
+travel: every text of the payload (the transcript tail before it is cut, the agent's parts,
+the remote URL) goes through :func:`onstation.core.redact.redact`, and how many were
+redacted is recorded as a ``redactions`` omission. The effects are the exception: they are
+the ledger's records, fingerprinted field by field, and are carried as recorded.
 
 Git is not run here: the caller collects a :class:`~onstation.plan.evidence.GitEvidence`
 (:func:`onstation.harness.evidence.collect`) and passes it in as data.
@@ -18,11 +21,11 @@ import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from onstation.core.canonical import digest
 from onstation.core.effects import EffectState
 from onstation.core.errors import BadInput
+from onstation.core.redact import count_markers, describe, redact, redact_tree, scrub_url
 from onstation.ledger import Ledger
 from onstation.plan.capsule import unsealed
 from onstation.plan.evidence import GitEvidence
@@ -68,17 +71,10 @@ class RepositoryParts:
     omissions: list[dict[str, str]] = field(default_factory=list)
 
 
-def scrub_remote(url: str) -> str:
-    """A remote URL without any password or token in it."""
-    if "://" not in url:
-        return url
-    parts = urlsplit(url)
-    if parts.password is None and not (parts.username and parts.scheme.startswith("http")):
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+#: The one credential scrubber of git evidence (:func:`onstation.core.redact.scrub_url`);
+#: :func:`onstation.harness.evidence.collect` already applied it, and applying it again to
+#: evidence built elsewhere changes nothing that is already scrubbed.
+scrub_remote = scrub_url
 
 
 def repository_parts(evidence: GitEvidence) -> RepositoryParts:
@@ -162,12 +158,14 @@ def repository_parts(evidence: GitEvidence) -> RepositoryParts:
 
 
 def bounded_tail(entries: list[Any]) -> tuple[list[dict[str, str]], bool]:
-    """The last :data:`MAX_TAIL` transcript entries, invisible characters removed."""
+    """The last :data:`MAX_TAIL` transcript entries, invisible characters removed and secrets
+    redacted (before each text is cut, so a cut cannot hide half a secret from the rules)."""
     clean = []
     for entry in entries[-MAX_TAIL:]:
         if not isinstance(entry, dict) or set(entry) != {"role", "text"}:
             raise BadInput("--facts: transcript.tail entries must be {role, text}")
         text = unicodedata.normalize("NFC", _INVISIBLE.sub("", str(entry["text"])))
+        text = redact(text).text
         clean.append({"role": str(entry["role"]), "text": text[:MAX_TAIL_TEXT]})
     return clean, len(entries) > MAX_TAIL
 
@@ -181,7 +179,9 @@ def build_payload(
     now: datetime,
 ) -> dict[str, Any]:
     """A capsule payload for ``node`` (schema-checked); see the module docstring."""
-    agent = dict(agent or {})
+    # Redacted before anything is bounded: a marker longer than the secret it replaces must
+    # not push a text past its schema limit, and a cut must not hide half a secret.
+    agent = dict(redact_tree(dict(agent or {}))[0])
     unknown = set(agent) - AGENT_PARTS
     if unknown:
         raise BadInput(f"--facts: unknown part(s) {', '.join(sorted(unknown))}")
@@ -248,16 +248,17 @@ def build_payload(
             }
         )
         subject_extra.setdefault("episode", str(episode.episode_id))
-        subject_extra.setdefault("workIntent", episode.objective[:512])
+        intent = redact(episode.objective).text
+        subject_extra.setdefault("workIntent", intent[:512])
         if objective is None:
-            objective = episode.objective
+            objective = intent[:4000]
             facts.append(
                 {
                     "id": "fact-objective",
                     "type": "objective",
                     "trust": "authoritative",
                     "artifact": "ledger-episode",
-                    "statement": episode.objective[:4000],
+                    "statement": intent[:4000],
                 }
             )
     if objective is None:
@@ -331,6 +332,11 @@ def build_payload(
         ),
         "omissions": omissions,
     }
+    # Effects stay as the ledger recorded them: their fingerprints are recomputed from them.
+    payload, _ = redact_tree(payload, skip=frozenset({"effects"}))
+    kinds = count_markers({k: v for k, v in payload.items() if k != "effects"})
+    if kinds:
+        payload["omissions"].append({"part": "redactions", "reason": describe(kinds)})
     problems = schema_violations("capsule", unsealed(payload))
     if problems:
         first = problems[0]

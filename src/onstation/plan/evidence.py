@@ -57,8 +57,9 @@ class GitEvidence:
     requested_base: str | None = None
     requested_base_commit: str | None = None
     remote_name: str | None = None  # ``origin`` if configured, else the first remote
-    #: That remote's URL exactly as git reports it: it MAY carry a password or token, so
-    #: scrub it (:func:`onstation.plan.build.scrub_remote`) before it goes anywhere.
+    #: That remote's URL, its credentials already replaced by a marker where the evidence
+    #: was collected (:func:`onstation.harness.evidence.collect`,
+    #: :func:`onstation.core.redact.scrub_url`).
     remote_url: str | None = None
     changed_files: tuple[str, ...] = ()  # sorted, against ``merge_base``
     untracked_files: tuple[str, ...] = ()  # sorted, not ignored

@@ -8,7 +8,10 @@ doing, what remains, why it decided things) comes from flags or a JSON file; wha
 not supplied is marked missing, never invented.
 
 The JSON form is kept in the ledger exactly as the successor will get it; the Markdown
-form is written atomically inside the workspace.
+form is written atomically inside the workspace. Secrets never travel: every text of both
+forms has gone through :func:`onstation.core.redact.redact` (the git evidence's remote URL
+already did, where it was collected), and the content records how many were redacted, by
+kind, under ``redactions`` (:func:`onstation.core.redact.recorded_redactions` reads it).
 """
 
 from __future__ import annotations
@@ -22,6 +25,13 @@ from typing import Any
 
 from onstation.core.errors import BadInput, BlockedByPolicy, Conflict, StaleGeneration
 from onstation.core.names import validate_name
+from onstation.core.redact import (
+    count_markers,
+    describe,
+    redact,
+    redact_tree,
+    redactions_record,
+)
 from onstation.harness.evidence import GitEvidence, collect
 from onstation.harness.files import write_inside
 from onstation.ledger import Ledger
@@ -117,6 +127,22 @@ def _git_json(evidence: GitEvidence) -> dict[str, Any]:
         "untracked_files": list(evidence.untracked_files),
         "dirty": evidence.dirty is True,
     }
+
+
+def _redacted(content: dict[str, Any]) -> dict[str, Any]:
+    """``content`` with every secret in its texts redacted, and the count recorded.
+
+    The count is of the markers the content holds, so the remote URL scrubbed where the git
+    evidence was collected counts too."""
+    clean: dict[str, Any] = redact_tree(content)[0]
+    clean["redactions"] = redactions_record(count_markers(clean))
+    return clean
+
+
+def _fence(text: str) -> str:
+    """A code fence longer than any backtick run in ``text``: nothing inside can close it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
 
 
 def _timestamp(now: datetime) -> str:
@@ -230,6 +256,7 @@ def write_brief(
             ],
         },
     }
+    content = _redacted(content)
     content["missing"] = _missing_brief(content)
     markdown = render_brief(content)
     content["markdown"] = markdown
@@ -302,6 +329,17 @@ def _or_missing(value: Any) -> str:
     return MISSING if value in (None, "", []) else str(value)
 
 
+def _kinds(c: dict[str, Any]) -> dict[str, int]:
+    """The redactions a document's content records, by kind (none for an older document)."""
+    return dict((c.get("redactions") or {}).get("kinds") or {})
+
+
+def _redaction_line(c: dict[str, Any], label: str) -> list[str]:
+    """One line saying what was redacted, only when something was (older layouts hold)."""
+    kinds = _kinds(c)
+    return [f"{label}: {describe(kinds)}"] if kinds else []
+
+
 def render_brief(c: dict[str, Any]) -> str:
     """The Markdown form of a brief, in the relief procedure's layout."""
     task = c["current_task"]
@@ -315,6 +353,7 @@ def render_brief(c: dict[str, Any]) -> str:
         if e["state"] != "COMMITTED"
     ]
     context = c["context_used_percent"]
+    fence = _fence(files)
     lines = [
         f"## Turnover Brief — {c['agent']}",
         "",
@@ -322,6 +361,7 @@ def render_brief(c: dict[str, Any]) -> str:
         f"**Context Used**: {MISSING if context is None else f'{context}%'}",
         f"**Reason**: {_or_missing(c['reason'])}",
         f"**Generation**: {c['generation']}",
+        *_redaction_line(c, "**Secrets Redacted**"),
         "",
         "### Current Task",
         f"**Task ID**: {_or_missing(task['id'])}",
@@ -338,9 +378,9 @@ def render_brief(c: dict[str, Any]) -> str:
         _bullets(decisions),
         "",
         "### Files Modified",
-        "```bash",
+        f"{fence}bash",
         files or "(none)",
-        "```",
+        fence,
         f"Branch {_or_missing(git['branch'])} at {_or_missing(git['head'])}, "
         f"against {_or_missing(git['base'])} ({_or_missing(git['base_commit'])}).",
         "",
@@ -414,7 +454,7 @@ def write_manifest(
             records.post_message(
                 sender=node, recipient=current.spawner, kind="respawn_blocked",
                 body=f"{coordinator}: RESPAWN_BLOCKED: {respawn.reason}. Current state: "
-                f"{supplied.text('scratch') or MISSING}",
+                f"{redact(supplied.text('scratch') or MISSING).text}",
                 sender_generation=generation,
             )  # fmt: skip
         raise BlockedByPolicy(
@@ -441,6 +481,7 @@ def write_manifest(
         "blockers": supplied.items("blockers"),
         "evidence": {"git": _git_json(collect(where)), "telemetry": fill},
     }
+    content = _redacted(content)
     content["missing"] = [
         k
         for k in ("l3_task", "completed", "in_flight", "not_started", "scratch_state",
@@ -493,6 +534,7 @@ def render_manifest(c: dict[str, Any]) -> str:
             f"# Coord Respawn Manifest — {c['coordinator']} — {c['timestamp']}",
             f"Context at respawn: {MISSING if context is None else f'{context}%'}",
             f"Respawn count: {c['respawn_count']}/{c['respawn_limit']}",
+            *_redaction_line(c, "Secrets redacted"),
             f"L3 task: {_or_missing(c['l3_task'])}",
             "",
             "## Sub-tasks Completed",
