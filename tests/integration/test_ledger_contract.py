@@ -907,3 +907,29 @@ def test_a_generation_records_its_base_once(ledger: Ledger) -> None:
     assert (records.base_of("exec-1", 1), records.base_of("exec-1", 2)) == ("a" * 40, "b" * 64)
     events = [e for e in ledger.history("exec-1") if e.kind == "generation.base"]
     assert [(e.generation, e.actor) for e in events] == [(1, "launch"), (2, "session-start")]
+
+
+def test_capsules_and_plans_are_kept_by_their_digest(ledger: Ledger) -> None:
+    from onstation.ledger.correspondence import Correspondence
+
+    ledger.register_node("exec-1", role="executor", spawner="lead")
+    store = Correspondence(ledger)
+    first, second = "ab" * 32, "ab" + "cd" * 31
+    assert store.store_object("capsule", "exec-1", first, {"digest": first, "n": 1})
+    assert not store.store_object("capsule", "exec-1", first, {"digest": first, "n": 2})
+    assert store.store_object("plan", "exec-1", second, {"plan": True})
+    found = store.stored_object("capsule", first)
+    assert (found.node, found.body) == ("exec-1", {"digest": first, "n": 1})  # first kept
+    assert store.stored_object("capsule", f"sha256:{first[:12]}").digest == first
+    assert store.stored_object("plan", second[:8]).body == {"plan": True}
+    with pytest.raises(BadInput, match="no plan with digest"):
+        store.stored_object("plan", first)  # a capsule's digest is not a plan's
+    with pytest.raises(BadInput, match="prefix of at least 8"):
+        store.stored_object("capsule", "abab")
+    assert store.store_object("capsule", "exec-1", "abababab" + "ef" * 28, {})
+    with pytest.raises(BadInput, match="more than one capsule"):
+        store.stored_object("capsule", "abababab")
+    with pytest.raises(BadInput, match="not a SHA-256"):
+        store.store_object("capsule", "exec-1", "xyz", {})
+    with pytest.raises(BadInput, match="kind"):
+        store.store_object("brief", "exec-1", first, {})

@@ -207,6 +207,30 @@ def capsule_verify(file: str, expect_node: str | None, accept: bool, opts: Optio
     )
 
 
+def _show_stored(kind: str, digest: str, out: str | None, opts: Options) -> None:
+    """Print (or write) a capsule or plan a relief stored under its digest."""
+    from onstation.cli.common import open_ledger
+    from onstation.ledger.correspondence import Correspondence
+
+    with open_ledger(opts, create=False) as ledger:
+        found = Correspondence(ledger).stored_object(kind, digest)
+    if out is not None:
+        _write(out, found.body)
+        emit(opts, {"written": out, "digest": found.digest, "node": found.node},
+             f"wrote {out}: {kind} {found.digest} of {found.node}")  # fmt: skip
+    else:
+        emit(opts, found.body, lambda: _pretty(found.body))
+
+
+@capsule.command("show")
+@click.argument("digest")
+@click.option("--out", default=None, metavar="FILE", help="Write here instead of stdout.")
+@command_options
+def capsule_show(digest: str, out: str | None, opts: Options) -> None:
+    """Print the capsule a relief sealed, by its digest (or a prefix of 8+ hex digits)."""
+    _show_stored("capsule", digest, out, opts)
+
+
 # --------------------------------------------------------------------------------------------
 # plan
 
@@ -214,6 +238,15 @@ def capsule_verify(file: str, expect_node: str | None, accept: bool, opts: Optio
 @click.group()
 def plan() -> None:
     """Resurrection plans: schema and semantic validation."""
+
+
+@plan.command("show")
+@click.argument("digest")
+@click.option("--out", default=None, metavar="FILE", help="Write here instead of stdout.")
+@command_options
+def plan_show(digest: str, out: str | None, opts: Options) -> None:
+    """Print the plan a relief decided, by its digest (or a prefix of 8+ hex digits)."""
+    _show_stored("plan", digest, out, opts)
 
 
 @plan.command("validate")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -73,6 +74,17 @@ class Document(Record):
     at: datetime
     #: Written by a body after its generation was fenced: late, untrusted evidence only.
     late: bool = False
+
+
+@dataclass(frozen=True)
+class StoredObject(Record):
+    """A capsule or plan a relief used, kept under its digest."""
+
+    digest: str
+    kind: str
+    node: str
+    body: dict[str, Any]
+    at: datetime
 
 
 class Correspondence:
@@ -324,5 +336,55 @@ class Correspondence:
             )
         ]
 
+    def store_object(self, kind: str, node: str, digest: str, body: dict[str, Any]) -> bool:
+        """Keep a capsule or plan under its digest (``kind`` 'capsule' or 'plan'); True when
+        it was new. The caller computed the digest (the ledger does not know the formats); the
+        same digest is stored once."""
+        if kind not in _OBJECT_KINDS:
+            raise BadInput(f"kind: must be one of {', '.join(_OBJECT_KINDS)}", field="kind")
+        validate_name(node, "node")
+        if not _DIGEST.fullmatch(digest):
+            raise BadInput(f"digest: {digest!r} is not a SHA-256 hex digest", field="digest")
+        text = json.dumps(body, sort_keys=True, ensure_ascii=False)
 
-__all__ = ["Correspondence", "Document", "Message", "Note"]
+        def write(tx: Tx, now: int) -> bool:
+            self.ledger._get_node(tx, node)
+            if tx.one(self._q("stored_object_by_digest"), (digest,)) is not None:
+                return False
+            tx.run(self._q("stored_object_insert"), (digest, kind, node, text, now))
+            return True
+
+        return self.ledger._write(write)
+
+    def stored_object(self, kind: str, digest: str) -> StoredObject:
+        """The stored capsule or plan whose digest is ``digest`` or starts with it (at least
+        8 hex digits); BadInput when there is none, or when the prefix names more than one."""
+        if kind not in _OBJECT_KINDS:
+            raise BadInput(f"kind: must be one of {', '.join(_OBJECT_KINDS)}", field="kind")
+        wanted = digest.lower().removeprefix("sha256:")
+        if not re.fullmatch(r"[0-9a-f]{8,64}", wanted):
+            raise BadInput(f"digest: {digest!r} is not a SHA-256 hex digest or a prefix of at "
+                           "least 8 hex digits", field="digest")  # fmt: skip
+
+        def read(tx: Tx, _now: int) -> list[Row]:
+            if len(wanted) == 64:
+                row = tx.one(self._q("stored_object_by_digest"), (wanted,))
+                return [] if row is None or row[1] != kind else [row]
+            return tx.all(self._q("stored_objects_by_prefix"), (kind, wanted + "%"))
+
+        rows = self.ledger._read(read)
+        if not rows:
+            raise BadInput(f"no {kind} with digest {digest} in this ledger", field="digest")
+        if len(rows) > 1:
+            raise BadInput(f"digest prefix {digest} names more than one {kind}; give more of it",
+                           field="digest")  # fmt: skip
+        d, k, node, body, at = rows[0]
+        return StoredObject(str(d), str(k), str(node), json.loads(body), _at(at))
+
+
+#: What :meth:`Correspondence.store_object` keeps.
+_OBJECT_KINDS = ("capsule", "plan")
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+__all__ = ["Correspondence", "Document", "Message", "Note", "StoredObject"]

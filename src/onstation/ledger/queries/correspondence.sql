@@ -93,3 +93,17 @@ WHERE node = ? AND kind = ? AND late = 0 ORDER BY document_id DESC LIMIT 1;
 -- A node's late documents after a document id, oldest first.
 SELECT document_id, node, generation, kind, path, content, digest, at, late FROM document
 WHERE node = ? AND late = 1 AND document_id > ? ORDER BY document_id;
+
+-- name: stored_object_insert
+-- Keep a capsule or plan under its digest (the caller checked it is not stored yet).
+INSERT INTO stored_object (digest, kind, node, body, at) VALUES (?, ?, ?, ?, ?);
+
+-- name: stored_object_by_digest
+-- One stored object by its full digest.
+SELECT digest, kind, node, body, at FROM stored_object WHERE digest = ?;
+
+-- name: stored_objects_by_prefix
+-- Stored objects of one kind whose digest starts with a prefix (at most two: enough to tell
+-- a unique prefix from an ambiguous one).
+SELECT digest, kind, node, body, at FROM stored_object
+WHERE kind = ? AND digest LIKE ? ORDER BY digest LIMIT 2;
