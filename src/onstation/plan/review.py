@@ -9,8 +9,9 @@ Markdown structure (headings, tables) to the review.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from string import Template
-from typing import Any
+from typing import Any, Protocol
 
 from onstation.plan.resources import read_text
 
@@ -50,8 +51,51 @@ def _bullets(lines: list[str]) -> str:
     return "\n".join(f"- {line}" for line in lines) if lines else "- none"
 
 
-def render_review(plan: dict[str, Any], template: str | None = None) -> str:
-    """The review of ``plan`` (a schema-valid plan) as Markdown."""
+class LossLike(Protocol):
+    """A loss of the relief (onstation.relief.losses.Loss): what the review must not omit."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def subject(self) -> str: ...
+    @property
+    def detail(self) -> str: ...
+
+
+def _reservation_lines(ev: dict[str, Any], reservation: str | None) -> list[str]:
+    held = ev.get("reservation")
+    hold = (
+        f"`{_clean(held['reservationId'])}` until {held['expiresAt']}"
+        if isinstance(held, dict)
+        else "none"
+    )
+    if reservation is None:
+        return [f"reservation {hold}"]
+    out = [
+        f"reservation `{_clean(reservation)}` (made for this attempt and bound in the "
+        "successor's challenge)"
+    ]
+    if isinstance(held, dict) and held.get("reservationId") != reservation:
+        out.append(f"the capacity evidence's own hold {hold} (checked by the verdict; not "
+                   "this attempt's reservation)")  # fmt: skip
+    return out
+
+
+def render_review(
+    plan: dict[str, Any],
+    template: str | None = None,
+    *,
+    losses: Sequence[LossLike] | None = None,
+    reservation: str | None = None,
+) -> str:
+    """The review of ``plan`` (a schema-valid plan) as Markdown.
+
+    ``losses`` (a relief's, from onstation.relief.losses) replace the plan's own unknowns in
+    "What is unknown": they include them, and add what the plan cannot see (a missing or late
+    brief, an expired exchange, a contradiction). ``reservation`` is the reservation the
+    relief made for this attempt and bound in the successor's challenge; the capacity section
+    names it as the reservation, and the evidence's own hold only as the evidence's.
+    """
     tpl = Template(template if template is not None else read_text("templates", "review.md"))
     verdict = plan["verdict"]
     disposition = verdict["disposition"]
@@ -93,13 +137,7 @@ def render_review(plan: dict[str, Any], template: str | None = None) -> str:
                 f"evidence `{capacity['evidenceDigest'][:16]}` from {_clean(ev.get('producer'))}: "
                 f"{ev.get('executionClass')} / {_clean(ev.get('harness'))}, "
                 f"{ev.get('freshness')}, valid until {ev.get('validUntil')}",
-                "reservation "
-                + (
-                    f"`{_clean(ev['reservation']['reservationId'])}` until "
-                    f"{ev['reservation']['expiresAt']}"
-                    if isinstance(ev.get("reservation"), dict)
-                    else "none"
-                ),
+                *_reservation_lines(ev, reservation),
             ]
         )
     proposal = plan["proposal"]
@@ -138,7 +176,11 @@ def render_review(plan: dict[str, Any], template: str | None = None) -> str:
         summarized=of("summarized"),
         narrowed=of("narrowed", "emulated"),
         omitted=of("omitted"),
-        unknown=of("unknown"),
+        unknown=of("unknown")
+        if losses is None
+        else _bullets(
+            [f"{_clean(x.kind)}: {_clean(x.subject)}: {_clean(x.detail, 600)}" for x in losses]
+        ),
         lost=of("lost"),
         effects=effects,
         table=caps["table"] or "no table",

@@ -56,6 +56,9 @@ class Relief(LaunchAndSettle):
         self.hold: Any = None  # the new generation's lease, taken by the fence itself
         self.expired_exchanges: list[Any] = []  # exchanges open at an emergency fence
         self.scratch_removed: str | None = None
+        self.emergency_brief = False  # no brief came before the fence: built from evidence
+        self.reservation: str | None = None  # the attempt's reservation, once made
+        self.capacity: dict[str, Any] | None = None  # the capacity evidence the verdict gets
         self.launcher: Launcher | None = options.launcher
         # --facts and --capacity are read once, before the fence: a file changed or removed
         # afterwards cannot turn a relief that passed its checks into one that stops midway.
@@ -314,6 +317,7 @@ class Relief(LaunchAndSettle):
             notify_spawner=False,
         )  # fmt: skip
         self.handover = self.records.latest_document(self.node, "brief")
+        self.emergency_brief = True
         self.relief.update_relief(rid, state="BRIEFED",
                                   detail={"brief": str(path), "emergency": True})  # fmt: skip
         self.say(f"emergency brief from evidence: {path}")
@@ -329,8 +333,19 @@ class Relief(LaunchAndSettle):
         own = [k for k in store.list() if k.has_private]
         key = own[0] if own else store.generate(label="relief")
         now = self.ledger.now()
+        launcher = self.launcher
+        assert launcher is not None
+        # Made once: the capsule cites the very evidence the verdict then checks, so the
+        # capsule never says "capacity unknown" beside evidence the verdict used.
+        self.capacity = self._capacity(
+            getattr(launcher, "execution_class", "real-provider"), launcher.harness, now
+        )
+        agent = self._agent_parts()
+        stated = _capacity_state(self.capacity)
+        if stated is not None:
+            agent.setdefault("capacityState", stated)
         payload = build_payload(self.ledger, self.node, evidence=collect(Path(workspace)),
-                                agent=self._agent_parts(), now=now)  # fmt: skip
+                                agent=agent, now=now)  # fmt: skip
         capsule = seal(payload, store.private(key.key_id), issued_at=_iso(now))
         self.relief.update_relief(rid, state="SEALED", detail={"capsule_digest": capsule["digest"]})
         incident = self._incident(predecessor, capsule, now)
@@ -374,7 +389,7 @@ class Relief(LaunchAndSettle):
         launcher = self.launcher
         assert launcher is not None
         execution_class = getattr(launcher, "execution_class", "real-provider")
-        capacity = self._capacity(execution_class, launcher.harness, now)
+        capacity = self.capacity
         subject = capsule["payload"]["subject"]
         # A halt on another identity does not stop this one.
         halted = [h for h in self.ledger.halts() if h.node in (None, self.node)]
@@ -503,6 +518,27 @@ class Relief(LaunchAndSettle):
                                       {"unit": "concurrency", "amount": 1}]},
             "marginalCostUsd": 0,
         }}  # fmt: skip
+
+
+def _capacity_state(capacity: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The capsule's capacityState citing ``capacity``'s evidence, or None when it cannot."""
+    from onstation.plan.validator import capacity_digest
+
+    evidence = capacity.get("evidence") if capacity is not None else None
+    if not isinstance(evidence, dict):
+        return None
+    try:
+        digest = capacity_digest(evidence)
+    except BadInput:
+        return None  # no canonical form: the verdict says so; the capsule stays "unknown"
+    execution_class = evidence.get("executionClass")
+    producer = str(evidence.get("producer") or "unknown producer")[:200]
+    return {
+        "evidenceDigest": digest,
+        "executionClass": execution_class
+        if execution_class in ("real-provider", "fake", "replay") else None,
+        "note": f"capacity evidence from {producer}, valid until {evidence.get('validUntil')}",
+    }  # fmt: skip
 
 
 __all__ = ["Progress", "Relief", "ReliefOptions", "ReliefOutcome", "successor_prompt"]

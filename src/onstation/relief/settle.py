@@ -21,6 +21,7 @@ from onstation.ledger import Ledger
 from onstation.ledger.bodies import INTERACTIVE_HOLDER, HarnessLedger
 from onstation.ledger.relief_records import ReliefLedger, new_nonce
 from onstation.relief.hook_texts import shutdown_request
+from onstation.relief.losses import Ambiguous, Loss, ReliefFacts, gather
 from onstation.relief.options import Progress, ReliefOptions, ReliefOutcome, _iso
 from onstation.relief.successor import (
     _descends,
@@ -56,6 +57,8 @@ class LaunchAndSettle:
     launcher: Launcher | None
     expired_exchanges: list[Any]
     scratch_removed: str | None
+    emergency_brief: bool
+    reservation: str | None
     witnesses: Any
 
     def _hold_holder(self, rid: int) -> str:
@@ -123,6 +126,8 @@ class LaunchAndSettle:
         reservation = self.relief.reserve(self.node, generation=generation,
                                           execution_class=execution_class,
                                           evidence_digest=capsule["digest"])  # fmt: skip
+        # The one reservation of this attempt: the challenge binds it, the report names it.
+        self.reservation = reservation
         interactive = getattr(launcher, "interactive", False)
         # The hook harness the successor's sessions speak (Claude Code for any other launcher).
         session_harness = (find(launcher.harness) or CLAUDE_CODE).session_harness
@@ -395,6 +400,7 @@ class LaunchAndSettle:
         from onstation.harness.files import write_inside
         from onstation.plan.review import render_review
         from onstation.relief.documents import workspace_of
+        from onstation.relief.losses import render as render_losses
 
         workspace = workspace_of(self.records, self.node, self.opts.workspace)
         state = "fenced for good" if fenced else "not fenced: still the live body"
@@ -405,13 +411,20 @@ class LaunchAndSettle:
             f"- successor generation: {successor if successor is not None else 'none'}",
             f"- outcome: {outcome}",
         ]
+        reservation = getattr(self, "reservation", None)
+        if reservation is not None:
+            lines.append(f"- reservation: {self._reservation_text(reservation, successor)}")
         if reasons:
             lines += ["", "## Why it stopped", "", *(f"- {r}" for r in reasons)]
         if fix:
             lines += ["", "## To fix", "", *(f"- `{f}`" for f in fix)]
-        losses = [_exchange_loss(m, predecessor) for m in self.expired_exchanges]
-        if losses:
-            lines += ["", "## Lost at this relief", "", *(f"- {loss}" for loss in losses)]
+        losses = self._losses(plan, predecessor, fenced=fenced)
+        lines += ["", *render_losses(losses)]
+        # SECRETS-REDACTED: harness/evidence.py is gaining secret redaction (another change);
+        # once it reports how many it redacted, say "N secrets redacted" here.
+        expired = [_exchange_loss(m, predecessor) for m in self.expired_exchanges]
+        if expired:
+            lines += ["", "## Lost at this relief", "", *(f"- {loss}" for loss in expired)]
         if self.scratch_removed is not None:
             lines += ["", f"- coordinator scratch file removed: {self.scratch_removed} (its "
                           "state is in the manifest's Scratch State)"]  # fmt: skip
@@ -424,13 +437,56 @@ class LaunchAndSettle:
                 f"{d.path} (kept as evidence, never as the hand-over)"
                 for d in late
             ]
-        lines += ["", render_review(plan) if plan is not None else ""]
+        review = render_review(plan, losses=losses, reservation=reservation) if plan else ""
+        lines += ["", review]
         text = "\n".join(lines)
         path = write_inside(workspace, [".bridge", "reports", f"{self.node}-relief-{rid}.md"], text)
         self.records.record_document(self.node, kind="report", path=str(path),
                                      content={"markdown": text, "relief_id": rid,
                                               "outcome": outcome}, by=self.opts.by)  # fmt: skip
         return str(path)
+
+    def _reservation_text(self, reservation: str, successor: int | None) -> str:
+        """The reservation this attempt made, and whether the successor echoed that one."""
+        birth = self.relief.birth(self.node, successor) if successor is not None else None
+        if birth is None or birth.challenge.get("reservation") != reservation:
+            return f"{reservation} (made for this attempt; no challenge bound it)"
+        echoed = "echoed by the successor" if birth.answered_at is not None else "never echoed"
+        return f"{reservation} (made for this attempt, bound in its challenge, {echoed})"
+
+    def _losses(self, plan: Any, predecessor: int, *, fenced: bool) -> list[Loss]:
+        """Every loss of this relief, from what it knew (relief/losses.py gathers them)."""
+        from onstation.relief.reconcile import unobserved_why
+
+        handover = self.handover
+        late = [d for d in self.records.late_documents(self.node) if d.generation == predecessor]
+        facts = ReliefFacts(
+            fenced=fenced,
+            handover_kind=handover.kind if handover is not None else None,
+            handover_path=str(handover.path) if handover is not None else None,
+            handover=dict(handover.content) if handover is not None else None,
+            emergency_brief=getattr(self, "emergency_brief", False),
+            late_briefs=[(d.generation, str(d.path)) for d in late],
+            expired_exchanges=[
+                (
+                    f"{m.kind} from {m.sender} (message {m.message_id})",
+                    _exchange_loss(m, predecessor),
+                )
+                for m in self.expired_exchanges
+            ],
+            ambiguous=[
+                Ambiguous(
+                    e.effect_id, str(e.operation), str(e.destination), unobserved_why(e.result)
+                )
+                for e in self.ledger.effects(self.node)
+                if e.state == "AMBIGUOUS"
+            ]
+            if fenced
+            else [],
+            scratch_removed=self.scratch_removed,
+            plan=plan,
+        )
+        return gather(facts)
 
     def _remove_scratch(self, workspace: str) -> None:
         """A coordinator's scratch file goes once its respawn is decided (the coordinator
