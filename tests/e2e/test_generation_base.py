@@ -4,6 +4,7 @@ body's work is taken against it. Hook payloads as Claude Code sends them, a real
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +62,83 @@ def test_a_base_must_be_a_full_commit_id(tmp_path: Path) -> None:
         assert records.record_base(NODE, 1, "a" * 40, source="test") == "a" * 40
         assert records.record_base(NODE, 1, "b" * 40, source="test") == "a" * 40  # first wins
         assert records.base_of(NODE, 2) is None
+
+
+STUB = str(Path(__file__).with_name("successor_stub.py"))
+
+
+def _relieve(world: dict[str, Any], *prefix: str) -> dict[str, Any]:
+    import json
+    import subprocess
+
+    from hookworld import ONSTATION
+
+    command = list(prefix) or [ONSTATION]
+    done = subprocess.run(
+        [*command, "relieve", NODE, "--harness", "command", "--execution-class", "fake",
+         "--command", f"{sys.executable} {STUB} ok {ONSTATION}", "--brief-wait", "0",
+         "--challenge-wait", "30", "--shutdown-wait", "0.5", "--json"],
+        capture_output=True, text=True, env=world["env"], timeout=300, check=False,
+    )  # fmt: skip
+    assert done.stdout.strip(), done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def test_the_capsule_carries_the_work_since_the_generations_base(world: dict[str, Any]) -> None:
+    """The body committed work after it started: the capsule's diff is that work (against the
+    recorded base), not only what is uncommitted, and its patch digest is not an empty one."""
+    import hashlib
+    import json
+    import subprocess
+
+    from hookworld import ONSTATION
+
+    from onstation.harness.fake_agent import mark_scratch_workspace
+
+    project = world["project"]
+    mark_scratch_workspace(project)
+    start = sh(project, "git", "rev-parse", "HEAD")
+    Claude(project, world["env"], "sess-1").context("SessionStart", source="startup")
+    commit(project, "login.py")
+    assert run_episode(world)
+    outcome = _relieve(world)
+    assert outcome["state"] == "SETTLED", outcome
+    report = Path(outcome["report_path"]).read_text()
+    digest = report.split("- capsule: ", 1)[1].split(" ", 1)[0]
+    shown = subprocess.run([ONSTATION, "capsule", "show", digest, "--json"], env=world["env"],
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    repository = json.loads(shown.stdout)["payload"]["repository"]
+    assert repository["base"] == start
+    assert [f["path"] for f in repository["diff"]["files"]] == ["login.py"]
+    assert repository["diff"]["patchDigest"] != hashlib.sha256(b"").hexdigest()
+    # The successor's generation starts where it was challenged: the head after that work.
+    assert base_of(world, 2) == sh(project, "git", "rev-parse", "HEAD")
+
+
+def run_episode(world: dict[str, Any]) -> bool:
+    import subprocess
+
+    from hookworld import ONSTATION
+
+    argv = [ONSTATION, "episode", "open", NODE, "--objective", "log in"]
+    done = subprocess.run(argv, env=world["env"], capture_output=True, text=True, check=False)
+    return done.returncode == 0
+
+
+def test_an_invalid_plan_launches_nothing(world: dict[str, Any]) -> None:
+    """Every relief runs its plan through the schema and the semantic validator before a
+    verdict that permits a launch: a violation (planted here) quarantines the relief."""
+    from onstation.harness.fake_agent import mark_scratch_workspace
+
+    mark_scratch_workspace(world["project"])
+    Claude(world["project"], world["env"], "sess-1").context("SessionStart", source="startup")
+    assert run_episode(world)
+    plant = (
+        "import onstation.plan.validator as V; from onstation.plan.schemas import Violation; "
+        "V.validate_plan = lambda plan, trusted=None: V.Report(semantic=[Violation("
+        "'/verdict', 'OS-TEST-001', 'planted for the test')]); "
+        "from onstation.cli.entry import main; main()"
+    )
+    outcome = _relieve(world, sys.executable, "-c", plant)
+    assert (outcome["verdict"], outcome["state"]) == ("QUARANTINED", "NOT_LAUNCHED"), outcome
+    assert "PLAN_INVALID: OS-TEST-001 /verdict: planted for the test" in outcome["reasons"]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hookworld import ONSTATION, git_project
+from hookworld import ONSTATION, git_project, sh
 from test_relief import STUB, relieve, run, team
 from test_unreachable_remote import dispatch_push_and_kill_the_host, make_unreachable, world
 from test_unreachable_remote import relieve as relieve_world
@@ -241,12 +241,10 @@ def test_the_report_names_the_reservation_the_successor_echoed(team: dict[str, A
 # -- nothing lost ----------------------------------------------------------------------------
 
 
-def test_a_relief_with_a_full_hand_over_lists_only_what_the_capsule_cannot_carry(
-    tmp_path: Path, team: dict[str, Any]
-) -> None:
-    """A complete brief, the telemetry for its context figure, a git remote, and --facts with
-    the tests, tool pairs and transcript: the only loss left is the diff base, which no
-    relief gives the capsule today (see the module docstring of relief/losses.py)."""
+def test_a_relief_with_a_full_hand_over_loses_nothing(tmp_path: Path, team: dict[str, Any]) -> None:
+    """A complete brief, the telemetry for its context figure, a git remote, the generation's
+    base (recorded at its first session start), and --facts with the tests, tool pairs and
+    transcript: nothing is lost, and the report says so."""
     (tmp_path / "world").mkdir()
     project, _origin = git_project(tmp_path / "world")
     env = team["env"]
@@ -287,5 +285,18 @@ def test_a_relief_with_a_full_hand_over_lists_only_what_the_capsule_cannot_carry
     assert done.returncode == 0, done.stdout + done.stderr
     outcome, report = report_of(done)
     assert outcome["state"] == "SETTLED"
-    assert losses_of(report) == ["capsule-omission: repository.base: no --base given"]
-    assert unknown_of(report).strip() == "- capsule-omission: repository.base: no --base given"
+    assert losses_of(report) == ["nothing was lost at this relief"]
+    assert unknown_of(report).strip() == "- none"
+    # The capsule and the plan the relief used are kept, and their digests named.
+    capsule_digest = report.split("- capsule: ", 1)[1].split(" ", 1)[0]
+    plan_digest = report.split("- plan: ", 1)[1].split(" ", 1)[0]
+    shown = run(env, "capsule", "show", capsule_digest[:12], "--json")
+    assert shown.returncode == 0, shown.stderr
+    capsule = json.loads(shown.stdout)
+    assert capsule["digest"] == capsule_digest
+    assert capsule["payload"]["repository"]["base"] == sh(project, "git", "rev-parse", "HEAD")
+    plan = json.loads(run(env, "plan", "show", plan_digest, "--json").stdout)
+    assert plan["capsule"]["digest"] == capsule_digest
+    assert plan["verdict"]["disposition"] == "REBODIMENT_READY"
+    missing = run(env, "plan", "show", "0" * 64)
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1, missing.stderr

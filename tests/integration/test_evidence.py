@@ -405,9 +405,11 @@ def test_plan_build_runs_no_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         repository["remote"] == "https://[redacted: url-credentials]@github.com/example/webapp.git"
     )
     assert repository["dirty"] is True
-    assert repository["diff"]["files"] == [{"path": "x.py", "status": "M"}]
-    assert repository["diff"]["stat"] == " x.py | 1 +\n"
-    assert repository["diff"]["patchDigest"] == hashlib.sha256(b"").hexdigest()
+    # git could not produce the patch: no diff is claimed (never an empty patch's digest).
+    assert repository["diff"] is None
+    assert {"part": "repository.diff", "reason": "git could not produce the patch of the work"} in (
+        payload["omissions"]
+    )
     assert {f["type"] for f in payload["facts"]} >= {"repository.head", "repository.tree"}
     assert "repository.base" not in {o["part"] for o in payload["omissions"]}
 

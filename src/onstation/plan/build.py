@@ -15,7 +15,6 @@ Git is not run here: the caller collects a :class:`~onstation.plan.evidence.GitE
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -35,7 +34,6 @@ from onstation.plan.schemas import schema_violations
 MAX_TAIL = 20
 MAX_TAIL_TEXT = 4000
 DEFAULT_REQUIRED_FACTS = ("repository.head", "repository.tree", "objective", "effects.reconciled")
-_EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
 AGENT_PARTS = frozenset(
     {
@@ -104,16 +102,23 @@ def repository_parts(evidence: GitEvidence) -> RepositoryParts:
         if base_oid is None:
             raise BadInput(f"--base: {base!r} does not name a commit in {evidence.workspace}")
     else:
-        ev.omissions.append({"part": "repository.base", "reason": "no --base given"})
+        ev.omissions.append(
+            {
+                "part": "repository.base",
+                "reason": "no base given (the generation's start was never recorded)",
+            }
+        )
     diff = None
-    if evidence.diff is not None:
+    if evidence.diff is not None and evidence.diff.patch_sha256 is None:
+        # Never the digest of an empty patch: that would claim the body changed nothing.
+        ev.omissions.append({"part": "repository.diff",
+                             "reason": "git could not produce the patch of the work"})  # fmt: skip
+    elif evidence.diff is not None:
         against = evidence.diff.against
-        patch_digest = evidence.diff.patch_sha256
         diff = {
             "stat": (evidence.diff.stat or "")[:20000],
             "files": [{"path": f.path, "status": f.status} for f in evidence.diff.files][:5000],
-            # A patch git could not produce is digested as an empty one, as it always was.
-            "patchDigest": _EMPTY_SHA256 if patch_digest is None else patch_digest,
+            "patchDigest": evidence.diff.patch_sha256,
         }
         ev.artifacts.append(
             {
@@ -177,8 +182,14 @@ def build_payload(
     evidence: GitEvidence,
     agent: dict[str, Any] | None,
     now: datetime,
+    generation: int | None = None,
 ) -> dict[str, Any]:
-    """A capsule payload for ``node`` (schema-checked); see the module docstring."""
+    """A capsule payload for ``node`` (schema-checked); see the module docstring.
+
+    ``generation`` is the body whose work the capsule carries: a relief gives the fenced
+    predecessor's (after the fence the relief itself holds the next generation's lease);
+    without it, the newest generation that held a lease.
+    """
     # Redacted before anything is bounded: a marker longer than the secret it replaces must
     # not push a text past its schema limit, and a cut must not hide half a secret.
     agent = dict(redact_tree(dict(agent or {}))[0])
@@ -187,7 +198,8 @@ def build_payload(
         raise BadInput(f"--facts: unknown part(s) {', '.join(sorted(unknown))}")
     current = ledger.get_node(node)
     leases = ledger.leases(node)
-    generation = max((lease.generation for lease in leases), default=current.generation)
+    if generation is None:
+        generation = max((lease.generation for lease in leases), default=current.generation)
     events = ledger.history(node)
     sequence = events[-1].seq if events else 0
     runs = [r for r in ledger.runs(node) if r.generation == generation]

@@ -59,6 +59,7 @@ class Relief(LaunchAndSettle):
         self.emergency_brief = False  # no brief came before the fence: built from evidence
         self.reservation: str | None = None  # the attempt's reservation, once made
         self.capacity: dict[str, Any] | None = None  # the capacity evidence the verdict gets
+        self.plan_digest: str | None = None  # the stored plan (onstation plan show DIGEST)
         self.launcher: Launcher | None = options.launcher
         # --facts and --capacity are read once, before the fence: a file changed or removed
         # afterwards cannot turn a relief that passed its checks into one that stops midway.
@@ -323,11 +324,17 @@ class Relief(LaunchAndSettle):
         self.say(f"emergency brief from evidence: {path}")
 
     def _decide(self, rid: int, predecessor: int, workspace: str) -> tuple[Any, Any, Any]:
-        from onstation.harness.evidence import collect
+        import dataclasses
+
+        from onstation.core.canonical import digest
+        from onstation.core.verdict import Disposition, Reason
+        from onstation.harness.evidence import collect, git
+        from onstation.ledger.correspondence import Correspondence
         from onstation.plan.build import build_payload
         from onstation.plan.capsule import seal
         from onstation.plan.incident import resurrect
         from onstation.plan.keys import KeyStore
+        from onstation.plan.validator import validate_plan
 
         store = KeyStore()
         own = [k for k in store.list() if k.has_private]
@@ -344,12 +351,35 @@ class Relief(LaunchAndSettle):
         stated = _capacity_state(self.capacity)
         if stated is not None:
             agent.setdefault("capacityState", stated)
-        payload = build_payload(self.ledger, self.node, evidence=collect(Path(workspace)),
-                                agent=agent, now=now)  # fmt: skip
+        # The body's work is what it changed since its generation began (its recorded base),
+        # not only what is uncommitted; a base rewritten away since is not passed (the
+        # capsule then says no base is known).
+        base = self.records.base_of(self.node, predecessor)
+        if base is not None and git(workspace, "cat-file", "-e", f"{base}^{{commit}}") is None:
+            base = None
+        payload = build_payload(self.ledger, self.node, evidence=collect(Path(workspace), base),
+                                agent=agent, now=now, generation=predecessor)  # fmt: skip
         capsule = seal(payload, store.private(key.key_id), issued_at=_iso(now))
-        self.relief.update_relief(rid, state="SEALED", detail={"capsule_digest": capsule["digest"]})
+        objects = Correspondence(self.ledger)
+        objects.store_object("capsule", self.node, capsule["digest"], capsule)
         incident = self._incident(predecessor, capsule, now)
         plan, verdict = resurrect(incident, now=now, trusted=store.trusted())
+        # The plan goes through the schema and the semantic validator before any verdict
+        # that permits a launch; an invalid plan launches nothing.
+        checked = validate_plan(plan, trusted=store.trusted())
+        if not checked.valid and verdict.disposition.value in _LAUNCHING:
+            verdict = dataclasses.replace(
+                verdict, disposition=Disposition.QUARANTINED,
+                reasons=(*verdict.reasons, *(
+                    Reason("PLAN_INVALID", f"{v.rule} {v.pointer}: {v.message}")
+                    for v in checked.violations)),
+            )  # fmt: skip
+        plan_digest = digest(PLAN_SCOPE, plan)
+        objects.store_object("plan", self.node, plan_digest, plan)
+        self.relief.update_relief(rid, state="SEALED", detail={
+            "capsule_digest": capsule["digest"], "plan_digest": plan_digest,
+            "plan_violations": [v.to_json() for v in checked.violations]})  # fmt: skip
+        self.plan_digest = plan_digest
         return plan, verdict, capsule
 
     def _agent_parts(self) -> dict[str, Any]:
@@ -518,6 +548,12 @@ class Relief(LaunchAndSettle):
                                       {"unit": "concurrency", "amount": 1}]},
             "marginalCostUsd": 0,
         }}  # fmt: skip
+
+
+#: Dispositions that permit a launch: only these are held back by an invalid plan.
+_LAUNCHING = ("REBODIMENT_READY", "NATIVE_RESUME_ELIGIBLE")
+#: The scope of a stored plan's digest.
+PLAN_SCOPE = "onstation-resurrection-plan-v1"
 
 
 def _capacity_state(capacity: dict[str, Any] | None) -> dict[str, Any] | None:

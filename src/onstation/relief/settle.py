@@ -157,6 +157,10 @@ class LaunchAndSettle:
         }
         self.relief.start_birth(self.node, generation=generation, lease_id=lease.lease_id,
                                 challenge=challenge, by=self.opts.by)  # fmt: skip
+        if challenge["worktree_head"] != "none":
+            # The successor's work begins at the head it is challenged with.
+            self.records.record_base(self.node, generation, challenge["worktree_head"],
+                                     source="launch")  # fmt: skip
         if native:
             self.records.rebind_session(session_id, generation=generation,
                                         lease_id=lease.lease_id, by=self.opts.by)  # fmt: skip
@@ -414,14 +418,19 @@ class LaunchAndSettle:
         reservation = getattr(self, "reservation", None)
         if reservation is not None:
             lines.append(f"- reservation: {self._reservation_text(reservation, successor)}")
+        capsule_digest = (plan or {}).get("capsule", {}).get("digest")
+        if capsule_digest:
+            lines.append(f"- capsule: {capsule_digest} (onstation capsule show {capsule_digest})")
+        plan_digest = getattr(self, "plan_digest", None)
+        if plan_digest:
+            lines.append(f"- plan: {plan_digest} (onstation plan show {plan_digest})")
         if reasons:
             lines += ["", "## Why it stopped", "", *(f"- {r}" for r in reasons)]
         if fix:
             lines += ["", "## To fix", "", *(f"- `{f}`" for f in fix)]
         losses = self._losses(plan, predecessor, fenced=fenced)
         lines += ["", *render_losses(losses)]
-        # SECRETS-REDACTED: harness/evidence.py is gaining secret redaction (another change);
-        # once it reports how many it redacted, say "N secrets redacted" here.
+        lines += ["", "## Secrets", "", *self._redaction_lines(plan)]
         expired = [_exchange_loss(m, predecessor) for m in self.expired_exchanges]
         if expired:
             lines += ["", "## Lost at this relief", "", *(f"- {loss}" for loss in expired)]
@@ -487,6 +496,22 @@ class LaunchAndSettle:
             plan=plan,
         )
         return gather(facts)
+
+    def _redaction_lines(self, plan: Any) -> list[str]:
+        """How many secrets each hand-over document had redacted, by kind."""
+        from onstation.core.redact import describe, recorded_redactions
+
+        documents: list[tuple[str, Any]] = []
+        handover = self.handover
+        if handover is not None:
+            documents.append((handover.kind, handover.content))
+        capsule = (plan or {}).get("capsule") or {}
+        if isinstance(capsule.get("payload"), dict):
+            documents.append(("capsule", capsule["payload"]))
+        if not documents:
+            return ["- no hand-over document was written"]
+        return [f"- {name}: {describe(recorded_redactions(content))}"
+                for name, content in documents]  # fmt: skip
 
     def _remove_scratch(self, workspace: str) -> None:
         """A coordinator's scratch file goes once its respawn is decided (the coordinator
