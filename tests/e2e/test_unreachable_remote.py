@@ -257,8 +257,10 @@ def test_the_successor_is_told_what_became_of_the_resolved_push(world: dict[str,
     assert code == 0, outcome
     prompt = (world["project"] / ".bridge" / "bodies"
               / f"{NODE}-g{outcome['to_generation']}-prompt.md").read_text()  # fmt: skip
-    (line,) = [x for x in prompt.splitlines() if effect_id in x]
-    assert "COMMITTED" in line and "alice" in line and "never repeat" in prompt.lower()
+    # Told in the prompt's own section and in the quoted brief; nowhere as still open.
+    lines = [x for x in prompt.splitlines() if effect_id in x]
+    assert lines and all("COMMITTED" in x and "alice" in x for x in lines), lines
+    assert "never repeat" in prompt.lower()
 
 
 @pytest.mark.parametrize("how", ["moved", "dead-file-url", "ssh"])

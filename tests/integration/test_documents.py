@@ -71,6 +71,28 @@ def test_brief_is_filled_from_evidence_and_marks_missing(setup: tuple[Ledger, Pa
     assert kept is not None and kept.content == content
 
 
+def test_the_brief_names_effects_settled_after_the_fact(setup: tuple[Ledger, Path]) -> None:
+    """A push an operator resolved (or reconcile observed) is done: the brief says so and by
+    whom, so that the next body never repeats it; one still open stays under not settled."""
+    ledger, _repo = setup
+    ledger.acquire_lease("exec-1")
+    done, _ = ledger.intend_effect("exec-1", generation=1, operation="git.push",
+                                   destination="origin", arguments={"ref": "main"})  # fmt: skip
+    ledger.dispatch_effect(done.effect_id, generation=1)
+    ledger.fence("exec-1", expect_generation=1)
+    ledger.reconcile("exec-1")
+    ledger.resolve_effect(done.effect_id, outcome="observed", by="alice", why="seen on origin")
+    path, content = write_brief(ledger, "exec-1", Supplied.load(None, _BRIEF_KEYS))
+    (effect,) = content["evidence"]["effects"]
+    assert (effect["resolved_by"], effect["state"]) == ("alice", "COMMITTED")
+    text = path.read_text()
+    settled = text.split("### Effects Settled After the Fact (done: never repeat them)\n", 1)[1]
+    assert settled.splitlines()[0] == (
+        f"- {done.effect_id} COMMITTED git.push -> origin: observed: seen on origin (by alice)"
+    )
+    assert text.split("### Effects Not Yet Settled\n", 1)[1].startswith("- none")
+
+
 def test_brief_from_a_json_file_and_bad_files(setup: tuple[Ledger, Path], tmp_path: Path) -> None:
     ledger, _repo = setup
     good = tmp_path / "brief.json"

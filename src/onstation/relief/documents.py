@@ -246,6 +246,8 @@ def write_brief(
                     "operation": e.operation,
                     "destination": e.destination,
                     "generation": e.generation,
+                    "resolved_by": e.resolved_by,
+                    "resolution": e.resolution,
                 }
                 for e in effects
             ],
@@ -352,6 +354,14 @@ def render_brief(c: dict[str, Any]) -> str:
         for e in c["evidence"]["effects"]
         if e["state"] != "COMMITTED"
     ]
+    # Settled after the fact (an operator's resolution, an observation at reconcile): the
+    # next body must know the effect is done, not only that nothing is open.
+    settled = [
+        f"{e['effect_id']} {e['state']} {e['operation']} -> {e['destination']}: "
+        f"{e.get('resolution') or '-'} (by {e['resolved_by']})"
+        for e in c["evidence"]["effects"]
+        if e.get("resolved_by")
+    ]
     context = c["context_used_percent"]
     fence = _fence(files)
     lines = [
@@ -387,6 +397,15 @@ def render_brief(c: dict[str, Any]) -> str:
         "### Effects Not Yet Settled",
         "\n".join(f"- {e}" for e in effects) if effects else "- none",
         "",
+        *(
+            [
+                "### Effects Settled After the Fact (done: never repeat them)",
+                "\n".join(f"- {e}" for e in settled),
+                "",
+            ]
+            if settled
+            else []
+        ),
         "### Important Context",
         _bullets(c["important_context"]),
         "",
