@@ -76,6 +76,28 @@ def installed_world(tmp_path: Path, **extra_env: str) -> dict[str, Any]:
     return {"project": project, "origin": origin, "env": env, "db": db}
 
 
+def user_env(tmp_path: Path) -> dict[str, str]:
+    """A user whose home, Claude and Codex configuration and state are all under tmp_path."""
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".codex").mkdir()
+    return {
+        **os.environ,
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "CODEX_HOME": str(home / ".codex"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "ONSTATION_DB": str(tmp_path / "ledger.db"),
+    }
+
+
+def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``onstation ARGS`` as a user runs it."""
+    return subprocess.run(
+        [ONSTATION, *args], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+
+
 def hook_commands(project: Path) -> dict[str, str]:
     """Each event's command string, from the settings a project install writes."""
     settings = json.loads((project / ".claude" / "settings.local.json").read_text())

@@ -4,13 +4,13 @@ an untrusted Codex install is found untrusted (issue 12). Real processes, real S
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hookworld import cli, user_env
 
 from onstation.harness.adapters import CLAUDE_CODE, CODEX
 
@@ -19,23 +19,10 @@ ONSTATION = str(Path(sys.executable).with_name("onstation"))
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    home = tmp_path / "home"
-    (home / ".claude").mkdir(parents=True)
-    (home / ".codex").mkdir()
-    return {
-        **os.environ,
-        "HOME": str(home),
-        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-        "CODEX_HOME": str(home / ".codex"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "ONSTATION_DB": str(tmp_path / "ledger.db"),
-    }
+    return user_env(tmp_path)
 
 
-def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [ONSTATION, *args], capture_output=True, text=True, env=env, timeout=120, check=False
-    )
+run = cli
 
 
 def doctor(env: dict[str, str], project: Path) -> tuple[int, dict[str, Any]]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hookworld import cli, user_env
 
 from onstation.cli.hooks import HOOK_BUDGET
 from onstation.harness import codex_trust
@@ -39,24 +40,10 @@ STATUS = {
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    """A user whose home, Claude and Codex configuration and state are all under tmp_path."""
-    home = tmp_path / "home"
-    (home / ".claude").mkdir(parents=True)
-    (home / ".codex").mkdir()
-    return {
-        **os.environ,
-        "HOME": str(home),
-        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-        "CODEX_HOME": str(home / ".codex"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "ONSTATION_DB": str(tmp_path / "ledger.db"),
-    }
+    return user_env(tmp_path)
 
 
-def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [ONSTATION, *args], capture_output=True, text=True, env=env, timeout=120, check=False
-    )
+run = cli
 
 
 def project_dir(tmp_path: Path, shared: dict[str, Any] | None = None) -> Path:

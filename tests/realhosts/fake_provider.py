@@ -49,7 +49,21 @@ def _tool_results(messages: list[dict[str, Any]]) -> int:
     )
 
 
-class FakeProvider:
+class _LocalServer:
+    """An HTTP server on 127.0.0.1 (an ephemeral port) serving from a background thread."""
+
+    def _serve(self, handler: type[BaseHTTPRequestHandler], path: str = "") -> None:
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}{path}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class FakeProvider(_LocalServer):
     """A Messages API on 127.0.0.1 (an ephemeral port) in a background thread."""
 
     def __init__(self, work_seconds: int = 20) -> None:
@@ -130,9 +144,7 @@ class FakeProvider:
                 self.wfile.write(f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode())
                 self.wfile.flush()
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._handler = Handler
 
     def _answer(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
         messages = body.get("messages") or []
@@ -160,15 +172,11 @@ class FakeProvider:
         return block, "tool_use"
 
     def __enter__(self) -> FakeProvider:
-        self._thread.start()
+        self._serve(self._handler)
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
-
-class FakeResponses:
+class FakeResponses(_LocalServer):
     """A fake OpenAI Responses API for the real Codex CLI (``POST /v1/responses``, streamed).
 
     Codex reaches it as a custom model provider (``[model_providers.fake]`` with ``base_url``
@@ -206,9 +214,7 @@ class FakeResponses:
                 self.end_headers()
                 self.wfile.write(raw)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._handler = Handler
 
     def _answer(self, path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
         items = body.get("input") or []
@@ -247,9 +253,5 @@ class FakeResponses:
         ]
 
     def __enter__(self) -> FakeResponses:
-        self._thread.start()
+        self._serve(self._handler, "/v1")
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()

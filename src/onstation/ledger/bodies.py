@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -24,8 +23,9 @@ from onstation.core.names import validate_free_text, validate_name
 from onstation.core.types import Record
 from onstation.ledger.backends import Row, Tx
 from onstation.ledger.base import _at, from_us
-from onstation.ledger.correspondence import Correspondence, Document, Message, Note
+from onstation.ledger.correspondence import Document, Message, Note
 from onstation.ledger.fastpath import WORKSPACE_BINDINGS, closest_binding, workspace_candidates
+from onstation.ledger.generation_bases import GenerationBases
 
 #: Harness sessions sit idle for hours between prompts; a long lease renewed by every hook.
 SESSION_LEASE_TTL = timedelta(hours=12)
@@ -78,8 +78,6 @@ class Admission(Record):
 CONTINUING_SOURCES = frozenset({"resume", "clear", "compact", "fork"})
 
 #: The facts that make two process witnesses the same process (see onstation.harness.witness).
-#: A full commit id (SHA-1 or SHA-256 object format).
-_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _PROCESS_IDENTITY = ("host", "boot_id", "pid", "start_ticks", "start_clock")
 
 
@@ -121,10 +119,11 @@ def _validate_session_id(session_id: str) -> str:
     return session_id
 
 
-class HarnessLedger(Correspondence):
+class HarnessLedger(GenerationBases):
     """The harness-facing records, over one :class:`Ledger` (same database, same clock):
     workspaces, sessions as bodies, tool calls and telemetry here; messages, notes and
-    documents from :class:`~onstation.ledger.correspondence.Correspondence`."""
+    documents from :class:`~onstation.ledger.correspondence.Correspondence`; generation bases
+    from :class:`~onstation.ledger.generation_bases.GenerationBases`."""
 
     # -- workspaces ---------------------------------------------------------------------------
 
@@ -580,35 +579,6 @@ class HarnessLedger(Correspondence):
             else self._q("session_flag_stop_blocked")
         )
         self.ledger._write(lambda tx, now: tx.run(sql, (now, session_id)))
-
-    def record_base(self, node: str, generation: int, commit: str, *, source: str) -> str:
-        """Record the commit ``generation`` started from, unless one is recorded; return the
-        recorded one. The first record wins: a later session of the same generation (a /clear)
-        started where the body already was, not where its work began."""
-        validate_name(node, "node")
-        if not _COMMIT.fullmatch(commit):
-            raise BadInput(f"base commit: {commit!r} is not a full commit id", field="commit")
-        validate_name(source, "source")
-
-        def body(tx: Tx, now: int) -> str:
-            self.ledger._get_node(tx, node)
-            known = tx.one(self._q("generation_base_of"), (node, generation))
-            if known is not None:
-                return str(known[0])
-            tx.run(self._q("generation_base_insert"), (node, generation, commit, source, now))
-            self.ledger._event(tx, now, node=node, kind="generation.base", generation=generation,
-                               actor=source, commit=commit)  # fmt: skip
-            return commit
-
-        return self.ledger._write(body)
-
-    def base_of(self, node: str, generation: int) -> str | None:
-        """The commit ``generation`` started from, or None when it was never learnt."""
-        validate_name(node, "node")
-        row = self.ledger._read(
-            lambda tx, _now: tx.one(self._q("generation_base_of"), (node, generation))
-        )
-        return None if row is None else str(row[0])
 
     def set_transcript(self, session_id: str, path: str) -> None:
         """Remember where the session's transcript lives (evidence for a native resume)."""

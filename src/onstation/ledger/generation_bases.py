@@ -1,0 +1,54 @@
+"""The commit each generation started from: the base of a body's work.
+
+A relief's capsule carries the diff of the body's work since its generation began, so the
+base is recorded once per generation, the first time it is known (a successor's launch, or
+the generation's first session start in a git workspace).
+"""
+
+from __future__ import annotations
+
+import re
+
+from onstation.core.errors import BadInput
+from onstation.core.names import validate_name
+from onstation.ledger.backends import Tx
+from onstation.ledger.correspondence import Correspondence
+
+#: A full commit id (SHA-1 or SHA-256 object format).
+_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+class GenerationBases(Correspondence):
+    """Generation bases over one ledger; part of :class:`~onstation.ledger.bodies.HarnessLedger`."""
+
+    def record_base(self, node: str, generation: int, commit: str, *, source: str) -> str:
+        """Record the commit ``generation`` started from, unless one is recorded; return the
+        recorded one. The first record wins: a later session of the same generation (a /clear)
+        started where the body already was, not where its work began."""
+        validate_name(node, "node")
+        if not _COMMIT.fullmatch(commit):
+            raise BadInput(f"base commit: {commit!r} is not a full commit id", field="commit")
+        validate_name(source, "source")
+
+        def body(tx: Tx, now: int) -> str:
+            self.ledger._get_node(tx, node)
+            known = tx.one(self._q("generation_base_of"), (node, generation))
+            if known is not None:
+                return str(known[0])
+            tx.run(self._q("generation_base_insert"), (node, generation, commit, source, now))
+            self.ledger._event(tx, now, node=node, kind="generation.base", generation=generation,
+                               actor=source, commit=commit)  # fmt: skip
+            return commit
+
+        return self.ledger._write(body)
+
+    def base_of(self, node: str, generation: int) -> str | None:
+        """The commit ``generation`` started from, or None when it was never learnt."""
+        validate_name(node, "node")
+        row = self.ledger._read(
+            lambda tx, _now: tx.one(self._q("generation_base_of"), (node, generation))
+        )
+        return None if row is None else str(row[0])
+
+
+__all__ = ["GenerationBases"]
