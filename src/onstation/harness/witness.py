@@ -135,6 +135,7 @@ __all__ = [
     "parse_stat_parent",
     "parse_stat_start_ticks",
     "pick_host",
+    "pid_descends",
     "read_boot_id",
     "signal_if_match",
     "wait_gone",
@@ -745,14 +746,18 @@ def descends_from(pid: int, ancestor: ProcessWitness, *, reader: str | None = No
     process that spawns the native ``codex`` as its child) runs hooks from a child of the
     launched process: that child is the launched body too.
     """
-    if check(ancestor).state != "MATCH":
-        return False
+    return check(ancestor).state == "MATCH" and pid_descends(pid, ancestor.pid, reader=reader)
+
+
+def pid_descends(pid: int, ancestor: int, *, reader: str | None = None) -> bool:
+    """Whether ``pid`` is ``ancestor`` or one of its descendants now, by walking ``pid``'s
+    parent chain (``/proc`` or psutil) up to pid 1; False when the chain cannot be read."""
     try:
         source = _reader(reader)
     except ImportError:
         return False
     for _ in range(_MAX_CHAIN):
-        if pid == ancestor.pid:
+        if pid == ancestor:
             return True
         if pid <= 1:
             return False

@@ -108,20 +108,10 @@ def _exchange_loss(message: Any, generation: int) -> str:
 
 
 def _descends(pid: Any, ancestor: int) -> bool:
-    """Whether ``pid`` is ``ancestor`` or one of its descendants (walks /proc)."""
-    if not isinstance(pid, int):
-        return False
-    seen = 0
-    while pid > 1 and seen < 64:
-        if pid == ancestor:
-            return True
-        try:
-            with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
-                pid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            return False
-        seen += 1
-    return bool(pid == ancestor)
+    """Whether ``pid`` is ``ancestor`` or one of its descendants (any process table)."""
+    from onstation.harness.witness import pid_descends
+
+    return isinstance(pid, int) and pid_descends(pid, ancestor)
 
 
 def successor_prompt(
