@@ -32,6 +32,8 @@ GIT_ENV = {
     "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "t@example.com",
 }  # fmt: skip
 WAIT = 120.0  # bound on any wait for the agent process (seconds)
+#: Where the relief's launcher sends the generation-2 successor's own output.
+BODY_LOG = Path(".bridge/bodies/exec-1-g2.log")
 
 
 def sh(cwd: Path, *args: str) -> str:
@@ -98,6 +100,24 @@ def wait_for_event(
         assert proc.poll() is None, f"agent exited ({proc.returncode}) before {event}"
         time.sleep(0.1)
     raise AssertionError(f"no {event} within {WAIT} s")
+
+
+def wait_for_successor_exit(log: Path, body_log: Path) -> list[dict[str, Any]]:
+    """The successor's events once it has logged its exit; on timeout, an error that shows
+    what it last did and what its host process printed (the launcher's log)."""
+    deadline = time.monotonic() + WAIT
+    events: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        lines = log.read_text().splitlines() if log.exists() else []
+        events = [json.loads(line) for line in lines if line.strip().endswith("}")]
+        if events and events[-1]["event"] == "exit":
+            return events
+        time.sleep(0.2)
+    printed = body_log.read_text()[-4000:] if body_log.exists() else "(no launcher log)"
+    raise AssertionError(
+        f"the successor logged no exit within {WAIT} s; its last events: {events[-5:]}\n"
+        f"its launcher log {body_log}:\n{printed}"
+    )
 
 
 def commit_subjects(repo: Path, ref: str = "HEAD") -> list[str]:
@@ -387,14 +407,7 @@ def test_a_supervised_relief_launches_a_fake_agent_that_answers_its_challenge(
     assert (outcome["state"], outcome["to_generation"]) == ("SETTLED", 2)
     assert body.returncode == 0, err
 
-    deadline = time.monotonic() + WAIT
-    events: list[dict[str, Any]] = []
-    while time.monotonic() < deadline:
-        lines = successor_log.read_text().splitlines() if successor_log.exists() else []
-        events = [json.loads(line) for line in lines if line.strip()]
-        if events and events[-1]["event"] == "exit":
-            break
-        time.sleep(0.2)
+    events = wait_for_successor_exit(successor_log, world["project"] / BODY_LOG)
     assert events and events[-1] == events[-1] | {"event": "exit", "code": 0, "reason": "done"}
     start = events[0]
     assert start["challenge"] is True and start["generation"] == 2
@@ -455,13 +468,7 @@ def test_a_body_killed_mid_push_is_settled_by_its_remote_and_its_push_never_repe
                             check=False)  # fmt: skip
     outcome = json.loads(second.stdout)
     assert outcome["state"] == "SETTLED", second.stderr
-    deadline = time.monotonic() + WAIT
-    log = world["tmp"] / "successor.log"
-    while time.monotonic() < deadline:  # until the successor has finished and exited
-        events = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
-        if events and events[-1]["event"] == "exit":
-            break
-        time.sleep(0.2)
+    events = wait_for_successor_exit(world["tmp"] / "successor.log", world["project"] / BODY_LOG)
     assert events[-1]["code"] == 0 and (world["project"] / "work" / "step-6.txt").exists()
     with Ledger.open(world["db"]) as ledger:
         pushes = [e for e in ledger.effects("exec-1") if e.operation == "git.push"]

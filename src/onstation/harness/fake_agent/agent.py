@@ -266,9 +266,11 @@ class FakeAgent:
             self._setup()
             return self._session()
         except HandedOver as exc:
+            self.stop_heartbeat()
             self.log("exit", code=0, reason="relieved", stopped_by_hook=str(exc))
             return 0
         except AgentDenied as exc:
+            self.stop_heartbeat()
             self.log("exit", code=EXIT_DENIED, reason=str(exc))
             sys.stderr.write(f"{PROG}: denied: {exc}\n")
             return EXIT_DENIED
@@ -278,9 +280,14 @@ class FakeAgent:
             sys.stderr.write(f"{PROG}: blocked: {exc}\n")
             return EXIT_BLOCKED
         finally:
-            if self.heartbeat is not None:
-                self.heartbeat.stop()
+            self.stop_heartbeat()
             self.log.close()
+
+    def stop_heartbeat(self) -> None:
+        """Stop renewing the lease; the exit is then the log's last line (a beat in flight
+        after the session ended would be denied and logged after it)."""
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
 
     def _session(self) -> int:
         assert self.transcript is not None and self.hooks is not None

@@ -43,7 +43,9 @@ def stop(agent: FakeAgent, why: str, step: int) -> int:
         agent.log("stop_blocked", reason=reason)
         if agent.brief_path is None:
             write_brief(agent, step, None)  # what a real session does when told to go on
-    # The host ends the session as Claude Code does when a print-mode run finishes.
+    # The host ends the session as Claude Code does when a print-mode run finishes; its
+    # beats end first, as the host process's would.
+    agent.stop_heartbeat()
     agent.fire("SessionEnd", reason="other")
     agent.log(
         "exit",
