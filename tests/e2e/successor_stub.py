@@ -50,11 +50,19 @@ def main() -> None:
              json.dumps(challenge)], capture_output=True, text=True, check=False,
         )  # fmt: skip
         print("answer", done.returncode, done.stderr.strip(), flush=True)
-    for _ in range(300):
+    # Heartbeat for a minute at most, and stop once the ledger denies it (fenced, released)
+    # or is gone with its test: a stub that outlives its test only loads the machine.
+    db = os.environ.get("ONSTATION_DB", "")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if db and "://" not in db and not os.path.exists(db):
+            return
         if mode in ("ok", "wrong-echo", "sandboxed", "stranger"):
-            subprocess.run([onstation, "lease", "renew", node, "--generation", gen],
-                           capture_output=True, check=False)  # fmt: skip
-        time.sleep(0.1)
+            renewed = subprocess.run([onstation, "lease", "renew", node, "--generation", gen],
+                                     capture_output=True, check=False)  # fmt: skip
+            if renewed.returncode == 3:  # denied: this generation may not act any more
+                return
+        time.sleep(0.3)
 
 
 if __name__ == "__main__":

@@ -468,6 +468,9 @@ def test_a_body_killed_mid_push_is_settled_by_its_remote_and_its_push_never_repe
                             check=False)  # fmt: skip
     outcome = json.loads(second.stdout)
     assert outcome["state"] == "SETTLED", second.stderr
+    # No --incident: the relief read the cause from evidence (its host process is gone).
+    report = Path(outcome["report_path"]).read_text()
+    assert "- incident: crash (its host process is gone" in report
     events = wait_for_successor_exit(world["tmp"] / "successor.log", world["project"] / BODY_LOG)
     assert events[-1]["code"] == 0 and (world["project"] / "work" / "step-6.txt").exists()
     with Ledger.open(world["db"]) as ledger:

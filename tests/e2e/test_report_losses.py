@@ -262,9 +262,16 @@ def test_a_relief_with_a_full_hand_over_loses_nothing(tmp_path: Path, team: dict
             session, percent=70.0, used_tokens=140_000, window_tokens=200_000,
             source="transcript", model=None, tier="red", supervised=True,
         )  # fmt: skip
+    # What the brief states is supported by artifacts: the work changed app.js, the ledger
+    # holds the task and the decision (an unsupported statement would be an unknown).
+    (project / "app.js").write_text("button()\n")
+    assert run(env, "task", "create", "wire the button", "--owner", "exec-2").returncode == 0
+    noted = run(env, "note", "exec-2", "--decision", "keep sessions", "--why", "simpler",
+                "--generation", "1")  # fmt: skip
+    assert noted.returncode == 0, noted.stderr
     done = run(env, "brief", "write", "exec-2", "--generation", "1", "--task-id", "T-1",
                "--task", "the login form", "--status", "in_progress", "--completed",
-               "README.md — wrote it", "--remaining", "wire the button", "--decision",
+               "app.js — wrote it", "--remaining", "wire the button", "--decision",
                "keep sessions: simpler", "--context", "the button is in app.js")  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     facts = tmp_path / "facts.json"

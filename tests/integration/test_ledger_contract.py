@@ -933,3 +933,51 @@ def test_capsules_and_plans_are_kept_by_their_digest(ledger: Ledger) -> None:
         store.store_object("capsule", "exec-1", "xyz", {})
     with pytest.raises(BadInput, match="kind"):
         store.store_object("brief", "exec-1", first, {})
+
+
+def test_the_tool_call_journal_is_bound_to_the_generation(ledger: Ledger) -> None:
+    from onstation.ledger.bodies import HarnessLedger
+
+    generation = _born(ledger)
+    records = HarnessLedger(ledger)
+    call = {"session_id": "s1", "tool_use_id": None, "tool": "Bash"}
+    for i in range(5):
+        records.record_tool_outcome("exec-1", generation=generation, **call,
+                                    call_summary=f"pytest -k t{i}", outcome="succeeded",
+                                    exit_code=0)  # fmt: skip
+    records.record_tool_outcome("exec-1", generation=generation, session_id="s1",
+                                tool_use_id="toolu_9", tool="Bash", call_summary="pytest",
+                                outcome="failed", exit_code=1,
+                                detail="Command exited with non-zero status code 1")  # fmt: skip
+    rows = records.tool_outcomes("exec-1", generation=generation)
+    assert [r.call_summary for r in rows] == [*(f"pytest -k t{i}" for i in range(5)), "pytest"]
+    assert [r.id for r in rows] == sorted(r.id for r in rows)
+    last = rows[-1]
+    assert (last.tool_use_id, last.outcome, last.exit_code) == ("toolu_9", "failed", 1)
+    assert last.detail == "Command exited with non-zero status code 1"
+    newest = records.tool_outcomes("exec-1", generation=generation, limit=2)
+    assert [r.call_summary for r in newest] == ["pytest -k t4", "pytest"]  # newest, in order
+    assert records.tool_outcomes("exec-1", generation=generation + 1) == []
+
+    # Bad input is refused, naming the field, and nothing is written.
+    bad = [({"outcome": "maybe"}, "outcome"), ({"call_summary": "x" * 501}, "call_summary"),
+           ({"exit_code": 2**40}, "exit_code"), ({"detail": "d" * 401}, "detail"),
+           ({"tool": ""}, "tool"), ({"session_id": "a\x00b"}, "session_id"),
+           ({"generation": 0}, "generation")]  # fmt: skip
+    for change, field in bad:
+        args = {"generation": generation, "session_id": "s1", "tool_use_id": None,
+                "tool": "Bash", "call_summary": "ls", "outcome": "succeeded", **change}  # fmt: skip
+        with pytest.raises(BadInput, match=field):
+            records.record_tool_outcome("exec-1", **args)  # type: ignore[arg-type]
+    assert len(records.tool_outcomes("exec-1", generation=generation)) == 6
+
+    # A fenced generation is denied, durably, and journals nothing.
+    ledger.fence("exec-1", expect_generation=generation)
+    before = len(ledger.denials("exec-1"))
+    with pytest.raises(StaleGeneration):
+        records.record_tool_outcome("exec-1", generation=generation, session_id="s1",
+                                    tool_use_id="toolu_10", tool="Bash", call_summary="ls",
+                                    outcome="succeeded")  # fmt: skip
+    denials = ledger.denials("exec-1")
+    assert len(denials) == before + 1 and denials[-1].action == "tool outcome Bash"
+    assert len(records.tool_outcomes("exec-1", generation=generation)) == 6

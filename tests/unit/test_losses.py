@@ -71,7 +71,7 @@ def test_every_kind_is_gathered_with_its_subject(plan: dict[str, Any]) -> None:
     assert by_kind["capsule-omission"].subject == "tests"
     # The capacityState omission is the contradiction it is, and the effect is listed once.
     assert [x.subject for x in losses if x.kind == "capsule-omission"] == ["tests"]
-    assert [x.subject for x in losses if x.kind == "unknown"] == ["unsupported claim"]
+    assert [x.subject for x in losses if x.kind == "unknown"] == ["unsupported claims"]
     assert "capacity is unknown" in by_kind["capacity-contradiction"].detail
     assert [x.kind for x in losses] == sorted((x.kind for x in losses), key=KINDS.index)
     lines = render(losses)

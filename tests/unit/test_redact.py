@@ -229,8 +229,8 @@ _SECRET_TEXTS = st.sampled_from([t.format(s) for _, t, s in SECRETS])
 @given(st.lists(_ATOMS, max_size=8).map(" ".join))
 def test_secret_free_text_is_never_lengthened(text: str) -> None:
     done = r.redact(text)
-    if done.count == 0:
-        assert done.text == text
+    if done.count == 0:  # only the invisible format characters go
+        assert done.text == r._INVISIBLE.sub("", text)
     assert len(done.text) <= len(text) or done.count > 0
 
 
@@ -257,3 +257,77 @@ def test_a_planted_secret_never_survives(noise: list[str], planted: tuple[str, s
 def test_a_marker_cut_by_a_bound_is_not_redacted_again(cut: int) -> None:
     text = "PASSWORD=[redacted: secret-assignment]"[: len("PASSWORD=") + cut]
     assert r.redact(text).text == text
+
+
+_INVISIBLES = st.sampled_from(["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad",
+                               "\u202e"])  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(SECRETS), _INVISIBLES, st.integers(min_value=1, max_value=60))
+def test_a_secret_split_by_an_invisible_character_is_still_redacted(
+    planted: tuple[str, str, str], invisible: str, at: int
+) -> None:
+    """A reader does not see a zero-width or bidi character, so a secret split by one reads
+    whole: it is redacted all the same (before, ``ghp_…\u200b…`` passed every rule)."""
+    _, template, secret = planted
+    cut = min(at, len(secret) - 1)
+    text = template.format(secret[:cut] + invisible + secret[cut:])
+    done = r.redact(text).text
+    assert secret not in done and invisible not in done
+    assert done.count("[redacted: ") >= 1
+
+
+def _rules_find_something(text: str) -> bool:
+    """Whether any rule matches ``text``, run without the shapes check that guards them."""
+    from collections import Counter
+
+    counts: Counter[str] = Counter()
+    for rule in r._RULES:
+        r._apply(rule, text, counts)
+    return bool(counts)
+
+
+def test_every_corpus_secret_has_a_secret_shape() -> None:
+    from onstation.core.secret_shapes import may_hold_secret
+
+    for _kind, template, secret in SECRETS:
+        assert may_hold_secret(template.format(secret)), template
+
+
+_SHAPELESS = st.text(
+    alphabet=st.sampled_from(list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                  "0123456789-_=:/.?&;'\" \t\n+~,[]{}()<>#$%!*")),
+    max_size=120,
+)  # fmt: skip
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(_SHAPELESS, st.lists(_ATOMS, max_size=8).map(" ".join)))
+def test_a_text_without_a_secret_shape_is_one_no_rule_matches(text: str) -> None:
+    """The shapes check (core/secret_shapes.py) lets redact() and the hook fast path skip the
+    rules: sound only if no rule can match a text it does not flag."""
+    from onstation.core.secret_shapes import may_hold_secret
+
+    if not may_hold_secret(text):
+        assert not _rules_find_something(text), text
+        assert r.redact(text).text == r._INVISIBLE.sub("", text)
+
+
+@pytest.mark.parametrize(
+    ("url", "clean"),
+    [
+        ("https://x-access-token:TOKEN@github.com/o/r.git", "https://github.com/o/r.git"),
+        ("https://TOKEN@github.com/o/r", "https://github.com/o/r"),
+        ("ssh://git:PW@host/r.git", "ssh://git@host/r.git"),
+        ("ssh://git@host/r.git", "ssh://git@host/r.git"),
+        ("git@github.com:o/r.git", "git@github.com:o/r.git"),
+        ("origin", "origin"),
+        ("https://github.com/a@b", "https://github.com/a@b"),
+    ],
+)
+def test_without_userinfo_keeps_a_parseable_url(url: str, clean: str) -> None:
+    from urllib.parse import urlsplit
+
+    assert r.without_userinfo(url) == clean
+    urlsplit(r.without_userinfo(url))  # never a marker where a parser reads a host

@@ -56,9 +56,11 @@ def _by() -> str:
 @click.option("--facts", "facts_file", default=None, help="Capsule parts the agent states (JSON).")
 @click.option("--by", "by", default=None, help="Who relieves (default: the current user).")
 @click.option("--arg", "launch_args", multiple=True, help="Extra argument for the successor.")
-@click.option("--incident", default="context-pressure", show_default=True,
+@click.option("--incident", default=None,
               type=click.Choice(["context-pressure", "crash", "hang", "operator"]),
-              help="Why the body is relieved (the incident class of the plan).")  # fmt: skip
+              help="Why the body is relieved (the incident class of the plan); default: what "
+                   "the evidence shows (its process gone: crash; its lease expired: hang; "
+                   "its hull at Red or Critical: context-pressure; else operator).")  # fmt: skip
 @click.option(
     "--exchange-wait",
     type=float,
@@ -71,7 +73,7 @@ def relieve_cmd(
     node_name: str, harness: str | None, command_template: str | None, model: str | None,
     execution_class: str, emergency: bool, native: bool, brief_wait: float, challenge_wait: float,
     shutdown_wait: float, workspace: str | None, capacity_file: str | None,
-    facts_file: str | None, by: str | None, launch_args: tuple[str, ...], incident: str,
+    facts_file: str | None, by: str | None, launch_args: tuple[str, ...], incident: str | None,
     exchange_wait: float, opts: Options,
 ) -> None:  # fmt: skip
     """Relieve NODE: brief, fence, reconcile, capsule, verdict, and only if READY launch,

@@ -22,8 +22,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+
+from onstation.core.secret_shapes import INVISIBLE as _INVISIBLE
+from onstation.core.secret_shapes import SUSPECT as _SUSPECT
+
+TYPE_CHECKING = False  # the hook fast path imports this module: typing costs import time
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "KINDS",
@@ -36,6 +41,7 @@ __all__ = [
     "redact_tree",
     "redactions_record",
     "scrub_url",
+    "without_userinfo",
 ]
 
 MARKER = "[redacted: {kind}]"
@@ -57,12 +63,32 @@ _SENSITIVE_WORDS = (
 _NAME = rf"[A-Za-z0-9_.-]*?{_SENSITIVE_WORDS}[A-Za-z0-9_.-]*"
 
 
-@dataclass(frozen=True)
 class _Rule:
-    kind: str
-    pattern: re.Pattern[str]
-    #: Optional second look at a match: the kind to record, or None to leave it alone.
-    check: Callable[[re.Match[str], str], str | None] | None = None
+    """One redaction rule, compiled the first time it is needed: most texts never reach the
+    rules (:data:`_SUSPECT`), and compiling them all costs the hook fast path milliseconds.
+    A plain class: dataclasses cost import time there too."""
+
+    __slots__ = ("_compiled", "_flags", "_source", "check", "kind")
+
+    def __init__(
+        self,
+        kind: str,
+        source: str,
+        flags: int = 0,
+        check: Callable[[re.Match[str], str], str | None] | None = None,
+    ) -> None:
+        self.kind = kind
+        self._source = source
+        self._flags = flags
+        self._compiled: re.Pattern[str] | None = None
+        #: Optional second look at a match: the kind to record, or None to leave it alone.
+        self.check = check
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self._source, self._flags)
+        return self._compiled
 
 
 _NOT_SECRET_SUFFIXES = (
@@ -85,7 +111,7 @@ def _assignment_kind(match: re.Match[str], value: str) -> str | None:
 
 
 def _rule(kind: str, pattern: str, flags: int = 0, check: Any = None) -> _Rule:
-    return _Rule(kind, re.compile(pattern, flags), check)
+    return _Rule(kind, pattern, flags, check)
 
 
 # Order matters: specific shapes first, so a token inside a URL or an assignment is recorded
@@ -159,12 +185,25 @@ _RULES: tuple[_Rule, ...] = (
 KINDS: tuple[str, ...] = tuple(dict.fromkeys([r.kind for r in _RULES] + ["aws-secret-access-key"]))
 
 
-@dataclass(frozen=True)
 class Redaction:
     """A redacted text and what was taken out of it (kind -> how many)."""
 
-    text: str
-    kinds: Mapping[str, int] = field(default_factory=dict)
+    __slots__ = ("kinds", "text")
+
+    def __init__(self, text: str, kinds: Mapping[str, int] | None = None) -> None:
+        self.text = text
+        self.kinds: Mapping[str, int] = {} if kinds is None else kinds
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Redaction):
+            return NotImplemented
+        return (self.text, dict(self.kinds)) == (other.text, dict(other.kinds))
+
+    def __hash__(self) -> int:
+        return hash((self.text, tuple(sorted(self.kinds.items()))))
+
+    def __repr__(self) -> str:
+        return f"Redaction(text={self.text!r}, kinds={dict(self.kinds)!r})"
 
     @property
     def count(self) -> int:
@@ -206,8 +245,14 @@ def _apply(rule: _Rule, text: str, counts: Counter[str]) -> str:
 
 
 def redact(text: str) -> Redaction:
-    """``text`` with every secret replaced by ``[redacted: KIND]``, and the counts by kind."""
+    """``text`` with every secret replaced by ``[redacted: KIND]``, and the counts by kind.
+
+    Invisible format characters are removed first: they would hide a secret from the rules
+    and not from a reader (and they can reorder what a reader sees)."""
     counts: Counter[str] = Counter()
+    text = _INVISIBLE.sub("", text)
+    if not _SUSPECT.search(text):
+        return Redaction(text, {})
     for rule in _RULES:
         text = _apply(rule, text, counts)
     return Redaction(text, dict(sorted(counts.items())))
@@ -219,6 +264,25 @@ def scrub_url(url: str) -> str:
     each replaced by a marker. A URL without credentials comes back unchanged; so does an
     scp-like ``git@host:path`` (``git`` is an account name, not a secret)."""
     return redact(url).text
+
+
+_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/@\s?#]*)@")
+
+
+def without_userinfo(url: str) -> str:
+    """A URL-shaped destination without the credentials in its userinfo, and still a URL a
+    parser accepts (a marker there would read as an IPv6 bracket): http(s) loses its whole
+    userinfo (the user name is often the token itself), any other scheme its password
+    (``ssh://git:PW@host`` keeps the account ``git``). Anything else is returned as is."""
+    match = _USERINFO.match(url)
+    if match is None:
+        return url
+    scheme, info = match.group("scheme"), match.group("info")
+    if scheme.lower() in ("http://", "https://") or ":" not in info:
+        kept = "" if scheme.lower() in ("http://", "https://") else f"{info}@"
+    else:
+        kept = info.split(":", 1)[0] + "@"
+    return scheme + kept + url[match.end() :]
 
 
 def redact_tree(value: Any, *, skip: frozenset[str] = frozenset()) -> tuple[Any, dict[str, int]]:

@@ -30,6 +30,11 @@ own environment (it predicts what the agent's git will do, so it must see the ag
 use, and returns it as the plan layer's :class:`~onstation.plan.evidence.GitEvidence`. The
 remote URL is scrubbed of credentials here, where it is collected
 (:func:`onstation.core.redact.scrub_url`), so no reader of the evidence ever holds one.
+
+:func:`commit_of` checks that a recorded base still names a commit, and :func:`commits_since`
+lists the commits of a body's work (``git log BASE..HEAD``), bounded, their subjects redacted
+(:func:`onstation.core.redact.redact`) before they are cut to length, so that no cut can
+leave half a secret unrecognised.
 """
 
 from __future__ import annotations
@@ -40,18 +45,25 @@ import os
 import signal
 import subprocess
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, overload
 
-from onstation.core.redact import scrub_url
+from onstation.core.redact import redact, scrub_url
 from onstation.plan.evidence import DiffEntry, GitEvidence, WorkTreeDiff
 
 __all__ = [
     "GIT_TIMEOUT",
+    "MAX_COMMITS",
+    "MAX_SUBJECT",
+    "Commit",
+    "CommitLog",
     "DiffEntry",
     "GitEvidence",
     "WorkTreeDiff",
     "collect",
+    "commit_of",
+    "commits_since",
     "git",
     "run_captured",
 ]
@@ -242,3 +254,67 @@ def collect(workspace: str | os.PathLike[str], base: str | None = None) -> GitEv
         dirty=None if status is None else bool(status),
         diff=diff,
     )
+
+
+#: The most commits :func:`commits_since` lists (the newest), and a subject's longest form.
+MAX_COMMITS = 30
+MAX_SUBJECT = 160
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit of a body's work: its full id and its subject, redacted and bounded."""
+
+    commit: str
+    subject: str
+
+
+@dataclass(frozen=True)
+class CommitLog:
+    """The commits ``BASE..HEAD``, newest first: at most ``limit`` of them, and how many
+    there are in all (``total``; None when git could not count them)."""
+
+    base: str
+    commits: tuple[Commit, ...]
+    total: int | None
+
+
+def commit_of(workspace: str | os.PathLike[str], revision: str | None) -> str | None:
+    """The full id of the commit ``revision`` names in ``workspace``, or None when it names
+    none (never learnt, rewritten away, garbage-collected, or not a revision at all)."""
+    if not revision or revision.startswith("-"):  # never an option to git
+        return None
+    # Peeling to ^{commit} looks the object up: a full id whose object is gone fails here,
+    # as ``git cat-file -e`` would.
+    return _line(str(workspace), "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+
+
+def _subject(text: str) -> str:
+    clean = "".join(ch if ch.isprintable() else " " for ch in text[: MAX_SUBJECT * 8]).strip()
+    clean = redact(clean).text
+    return clean if len(clean) <= MAX_SUBJECT else clean[: MAX_SUBJECT - 1].rstrip() + "…"
+
+
+def commits_since(
+    workspace: str | os.PathLike[str], base: str, *, limit: int = MAX_COMMITS
+) -> CommitLog | None:
+    """The commits of ``git log BASE..HEAD`` in ``workspace``, newest first, at most
+    ``limit`` (read-only, bounded like every call of :func:`git`); None when ``base`` names
+    no commit or git cannot answer."""
+    ws = str(workspace)
+    resolved = commit_of(ws, base)
+    if resolved is None or limit < 1:
+        return None
+    span = f"{resolved}..HEAD"
+    out = git(ws, "log", "--no-show-signature", "--no-decorate", "--no-color",
+              f"--max-count={limit}", "--format=%H %s", span, "--", strip=False)  # fmt: skip
+    if out is None:
+        return None
+    commits = []
+    for line in out.splitlines():
+        commit, _, subject = line.partition(" ")
+        if commit:
+            commits.append(Commit(commit=commit, subject=_subject(subject)))
+    count = git(ws, "rev-list", "--count", span, "--")
+    total = int(count) if count is not None and count.isdigit() else None
+    return CommitLog(base=resolved, commits=tuple(commits), total=total)

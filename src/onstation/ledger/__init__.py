@@ -12,9 +12,12 @@ load the whole ledger.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # the hook fast path imports this package: typing costs import time
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from onstation.ledger.backends import (
         LedgerUnavailable,
         default_sqlite_path,

@@ -26,6 +26,7 @@ from onstation.ledger.base import _at, from_us
 from onstation.ledger.correspondence import Document, Message, Note
 from onstation.ledger.fastpath import WORKSPACE_BINDINGS, closest_binding, workspace_candidates
 from onstation.ledger.generation_bases import GenerationBases
+from onstation.ledger.tool_outcomes import ToolOutcomes
 
 #: Harness sessions sit idle for hours between prompts; a long lease renewed by every hook.
 SESSION_LEASE_TTL = timedelta(hours=12)
@@ -119,7 +120,7 @@ def _validate_session_id(session_id: str) -> str:
     return session_id
 
 
-class HarnessLedger(GenerationBases):
+class HarnessLedger(GenerationBases, ToolOutcomes):
     """The harness-facing records, over one :class:`Ledger` (same database, same clock):
     workspaces, sessions as bodies, tool calls and telemetry here; messages, notes and
     documents from :class:`~onstation.ledger.correspondence.Correspondence`; generation bases

@@ -22,6 +22,7 @@ from onstation.core.errors import (
 )
 from onstation.core.leases import GuardOutcome
 from onstation.core.names import validate_free_text, validate_name
+from onstation.core.redact import redact, redact_tree, without_userinfo
 from onstation.core.types import (
     Effect,
     ReconcileReport,
@@ -101,6 +102,11 @@ class EffectJournal(LedgerBase):
             validate_free_text(caller_ref, "caller reference", 256)
         if isinstance(arguments, str):
             arguments = loads_strict(arguments, "args")
+        # A credential is never part of an effect's identity (a push to origin is the same
+        # push whatever token the URL carried) and never kept: redacted before the fingerprint,
+        # so the ledger, and every capsule and brief carrying its records, never holds it.
+        destination = redact(without_userinfo(destination)).text
+        arguments = redact_tree(arguments)[0]
         repeat_slot = identity_slot(approval_slot, repeat_reason)
         payload = effect_payload(
             node=node, operation=operation, destination=destination, arguments=arguments,

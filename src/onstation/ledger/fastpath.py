@@ -63,6 +63,17 @@ UPDATE_TELEMETRY = (
 
 UPDATE_CURSOR = "UPDATE body_session SET telemetry_cursor = ? WHERE session_id = ?"
 
+#: The capabilities a generation holds now (relief/grants.py); none: it is not restricted.
+LIVE_GRANTS = (
+    "SELECT capability FROM capability_grant WHERE node = ? AND state = 'LIVE' AND generation = ?"
+)
+
+#: Journal one tool call's outcome (as ``tool_outcome_insert`` in queries/tool_outcomes.sql).
+INSERT_TOOL_OUTCOME = (
+    "INSERT INTO tool_call_outcome (node, generation, session_id, tool_use_id, tool, "
+    "call_summary, outcome, exit_code, detail, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
 
 def workspace_candidates(path: str) -> list[str]:
     """``path`` (resolved) and each of its ancestors, closest first."""

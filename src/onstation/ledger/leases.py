@@ -372,6 +372,14 @@ class LeaseRecords(LedgerBase):
 
         return self._write(body)
 
+    def live_grants(self, node: str, generation: int) -> frozenset[str]:
+        """The capabilities ``generation`` of ``node`` holds now (a read of its LIVE grants
+        alone, through their own index: the hooks read it on every tool call)."""
+        rows = self._read(
+            lambda tx, _now: tx.all(self._q("live_grants_of_generation"), (node, generation))
+        )
+        return frozenset(str(r[0]) for r in rows)
+
     def grants(self, node: str) -> list[Grant]:
         """Every grant the node's generations received."""
         validate_name(node, "node")

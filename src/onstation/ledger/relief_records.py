@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from onstation.core.canonical import canonical_bytes, digest
-from onstation.core.errors import BadInput, Conflict, StaleGeneration
+from onstation.core.errors import BadInput, BlockedByPolicy, Conflict, StaleGeneration
 from onstation.core.names import validate_free_text, validate_name
 from onstation.core.types import Record
 from onstation.ledger.backends import Row, Tx
@@ -344,12 +344,21 @@ class ReliefLedger:
     # -- reservations -----------------------------------------------------------------------
 
     def reserve(
-        self, node: str, *, generation: int, execution_class: str, evidence_digest: str | None
-    ) -> str:
-        """Reserve capacity for one attempt; returns the reservation id."""
-        reservation_id = f"res-{secrets.token_hex(8)}"
+        self, node: str, *, generation: int, execution_class: str, evidence_digest: str | None,
+        reservation_id: str | None = None,
+    ) -> str:  # fmt: skip
+        """Reserve capacity for one attempt under ``reservation_id`` (the id its capacity
+        evidence holds; a fresh one when it holds none); returns the id."""
+        if reservation_id is None:
+            reservation_id = f"res-{secrets.token_hex(8)}"
+        validate_name(reservation_id, "reservation")
 
         def body(tx: Tx, now: int) -> str:
+            if tx.one(self.ledger._q("reservation_exists"), (reservation_id,)) is not None:
+                raise BlockedByPolicy(
+                    f"CAPACITY_REUSED: reservation {reservation_id} was made by an earlier "
+                    "attempt; capacity evidence holds for one attempt only"
+                )
             tx.run(
                 self.ledger._q("reservation_insert"),
                 (reservation_id, node, generation, execution_class, evidence_digest, now),

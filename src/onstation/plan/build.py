@@ -6,8 +6,9 @@ the schema; every part nobody supplied is listed under ``omissions``. Transcript
 bounded, stripped of invisible characters and marked untrusted evidence. Secrets never
 travel: every text of the payload (the transcript tail before it is cut, the agent's parts,
 the remote URL) goes through :func:`onstation.core.redact.redact`, and how many were
-redacted is recorded as a ``redactions`` omission. The effects are the exception: they are
-the ledger's records, fingerprinted field by field, and are carried as recorded.
+redacted is recorded as a ``redactions`` omission. The effects are carried as the ledger
+recorded them (they are fingerprinted field by field); the ledger redacted their
+destination and arguments when they were intended, before the fingerprint.
 
 Git is not run here: the caller collects a :class:`~onstation.plan.evidence.GitEvidence`
 (:func:`onstation.harness.evidence.collect`) and passes it in as data.
@@ -297,13 +298,16 @@ def build_payload(
             "tail": [],
         }
     else:
-        if not isinstance(transcript_in, dict) or set(transcript_in) - {"cursor", "tail"}:
-            raise BadInput("--facts: transcript must be {cursor, tail}")
+        if not isinstance(transcript_in, dict) or set(transcript_in) - {
+            "cursor", "tail", "truncated"
+        }:  # fmt: skip
+            raise BadInput("--facts: transcript must be {cursor, tail[, truncated]}")
         tail, truncated = bounded_tail(list(transcript_in.get("tail", [])))
         transcript = {
             "cursor": transcript_in.get("cursor"),
             "trust": "untrusted-evidence",
-            "truncated": truncated,
+            # Cut here, or already by the reader's window (what came before it is not here).
+            "truncated": truncated or transcript_in.get("truncated") is True,
             "tail": tail,
         }
     capacity = agent.get("capacityState")

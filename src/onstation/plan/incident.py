@@ -87,6 +87,7 @@ def _identity_conflicts(incident: dict[str, Any]) -> tuple[str, ...]:
                     f"{source['source']} says {field} {source[field]!r}, "
                     f"the request says {wanted!r}"
                 )
+    conflicts += [f"no record holds {gap}" for gap in incident.get("identityGaps", [])]
     capsule_node = incident["capsule"]["payload"]["subject"]["node"]
     if capsule_node != subject["node"]:
         conflicts.append(f"capsule is for {capsule_node!r}, the request is for {subject['node']!r}")

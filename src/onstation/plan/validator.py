@@ -279,6 +279,9 @@ def _artifacts(c: _Ctx) -> dict[str, dict[str, Any]]:
 
 
 _UNTRUSTED = "untrusted-evidence"
+#: What the agent itself stated, supported by a cited artifact: carried as a claim with its
+#: trust class, never counted as a verified fact.
+_AGENT_STATED = "agent-stated"
 
 
 def _fact_001(c: _Ctx) -> Iterator[Violation]:
@@ -289,7 +292,7 @@ def _fact_001(c: _Ctx) -> Iterator[Violation]:
         f.get("type")
         for f in _list(c.payload.get("facts"))
         if isinstance(f, dict)
-        and f.get("trust") != _UNTRUSTED
+        and f.get("trust") not in (_UNTRUSTED, _AGENT_STATED)
         and f.get("artifact") in artifacts
         and _obj(artifacts[f["artifact"]]).get("kind") != "transcript"
     }
@@ -304,7 +307,7 @@ def _fact_001(c: _Ctx) -> Iterator[Violation]:
 
 def _fact_002(c: _Ctx) -> Iterator[Violation]:
     artifacts = _artifacts(c)
-    for part in ("facts", "decisions", "tests"):
+    for part in ("facts", "decisions", "tests", "planFrontier"):
         for i, item in enumerate(_list(c.payload.get(part))):
             cited = _obj(item).get("artifact")
             if isinstance(cited, str) and cited not in artifacts:

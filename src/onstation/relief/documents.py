@@ -3,9 +3,12 @@
 A brief (the relief procedure's hand-over) and a manifest (a coordinator's respawn
 hand-over) are filled from artifacts: git (branch, head, files changed against the base),
 the ledger (the episode's objective, effects, recorded decisions and notes, the respawn
-count) and the telemetry (context used, tier). What only the agent can say (what it was
-doing, what remains, why it decided things) comes from flags or a JSON file; whatever is
-not supplied is marked missing, never invented.
+count) and the telemetry (context used, tier). A brief's base is the commit the writing
+body's generation started from (so work already pushed still counts), and it also carries
+the commits since that base, the tests the generation ran (its hook journal), its open
+tasks (the one in progress is the current task) and the effects done. What only the agent
+can say (what it was doing, what remains, why it decided things) comes from flags or a JSON
+file; whatever is not supplied is marked missing, never invented.
 
 The JSON form is kept in the ledger exactly as the successor will get it; the Markdown
 form is written atomically inside the workspace. Secrets never travel: every text of both
@@ -25,20 +28,20 @@ from typing import Any
 
 from onstation.core.errors import BadInput, BlockedByPolicy, Conflict, StaleGeneration
 from onstation.core.names import validate_name
-from onstation.core.redact import (
-    count_markers,
-    describe,
-    redact,
-    redact_tree,
-    redactions_record,
-)
-from onstation.harness.evidence import GitEvidence, collect
+from onstation.core.redact import count_markers, redact, redact_tree, redactions_record
+from onstation.harness.evidence import CommitLog, GitEvidence, collect, commit_of, commits_since
 from onstation.harness.files import write_inside
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import HarnessLedger
+from onstation.relief.brief_render import (
+    MISSING,
+    SHORT_ID,
+    _bullets,
+    _or_missing,
+    _redaction_line,
+    render_brief,
+)
 from onstation.relief.hook_texts import brief_written, late_brief
-
-MISSING = "*missing: not supplied by the agent*"
 
 STANDARD_HANDOFF = [
     'Read the files listed in "Completed Work" to understand the current state.',
@@ -54,6 +57,9 @@ _MANIFEST_KEYS = {
     "l3_task", "completed", "in_flight", "not_started", "scratch", "next_action", "blockers",
 }  # fmt: skip
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+#: How much of the hook journal a brief reads for its test runs, and how many runs it keeps.
+JOURNAL_CALLS = 200
+MAX_TESTS = 50
 
 
 @dataclass
@@ -111,10 +117,6 @@ def _split_pair(item: str, seps: tuple[str, ...]) -> tuple[str, str | None]:
     return item.strip(), None
 
 
-def _bullets(items: list[str]) -> str:
-    return "\n".join(f"- {i}" for i in items) if items else f"- {MISSING}"
-
-
 def _git_json(evidence: GitEvidence) -> dict[str, Any]:
     return {
         "repository": evidence.repository,
@@ -129,6 +131,50 @@ def _git_json(evidence: GitEvidence) -> dict[str, Any]:
     }
 
 
+def _work_base(
+    records: HarnessLedger, node: str, generation: int, workspace: str, base: str | None
+) -> tuple[str | None, str]:
+    """(the base a brief measures the body's work against, where it comes from).
+
+    The caller's ``base`` when given (``brief write --base``); else the commit the writing
+    body's generation started from, as recorded (ledger/generation_bases.py), while it still
+    names a commit; else None: :func:`collect`'s default (the upstream, else ``main`` or
+    ``master``, else HEAD)."""
+    if base is not None:
+        return base, "argument"
+    recorded = commit_of(workspace, records.base_of(node, generation))
+    if recorded is not None:
+        return recorded, "generation"
+    return None, "default"
+
+
+def _commits_json(log: CommitLog | None) -> dict[str, Any]:
+    """The commits of the body's work for the brief's git evidence: short ids, newest first."""
+    if log is None:
+        return {"commits": None, "commits_total": None}
+    return {
+        "commits": [{"id": c.commit[:SHORT_ID], "subject": c.subject} for c in log.commits],
+        "commits_total": log.total,
+    }
+
+
+def _tests_run(
+    records: HarnessLedger, node: str, generation: int
+) -> tuple[list[dict[str, str]], int]:
+    """The test runs of ``generation``, from its hook journal (the newest
+    :data:`JOURNAL_CALLS` calls): the last run of each name wins, the newest last; at most
+    :data:`MAX_TESTS` of them, and how many names there are in all."""
+    from onstation.relief.tool_journal import parts_of
+
+    rows = records.tool_outcomes(node, generation=generation, limit=JOURNAL_CALLS)
+    last: dict[str, str] = {}
+    for run in parts_of(rows, node, generation).get("tests", []):
+        last.pop(run["name"], None)  # re-inserted: the order is of each name's last run
+        last[run["name"]] = run["status"]
+    tests = [{"name": name, "status": status} for name, status in last.items()]
+    return tests[-MAX_TESTS:], len(tests)
+
+
 def _redacted(content: dict[str, Any]) -> dict[str, Any]:
     """``content`` with every secret in its texts redacted, and the count recorded.
 
@@ -137,12 +183,6 @@ def _redacted(content: dict[str, Any]) -> dict[str, Any]:
     clean: dict[str, Any] = redact_tree(content)[0]
     clean["redactions"] = redactions_record(count_markers(clean))
     return clean
-
-
-def _fence(text: str) -> str:
-    """A code fence longer than any backtick run in ``text``: nothing inside can close it."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    return "`" * max(3, longest + 1)
 
 
 def _timestamp(now: datetime) -> str:
@@ -186,7 +226,15 @@ def write_brief(
     current = ledger.get_node(node)
     late = generation is not None and not is_current_body(ledger, node, generation)
     where = workspace_of(records, node, workspace)
-    evidence = collect(where, base)
+    writer = generation if generation is not None else current.generation
+    # The body's work: what changed and was committed since its generation began, so that
+    # work already pushed still counts (the upstream would drop it).
+    work_base, base_source = _work_base(records, node, writer, where, base)
+    evidence = collect(where, work_base)
+    log = None
+    if evidence.merge_base is not None and evidence.head is not None:
+        log = commits_since(where, evidence.merge_base)
+    tests, tests_total = _tests_run(records, node, writer)
     now = ledger.now()
     fill = records.latest_fill(node)
     episodes = [e for e in ledger.episodes(node) if e.state == "OPEN"]
@@ -196,7 +244,9 @@ def write_brief(
     from onstation.ledger.relief_records import ReliefLedger
 
     open_tasks = [t for t in ReliefLedger(ledger).tasks(node) if t.status != "completed"]
-    current_task = open_tasks[-1] if open_tasks else None
+    # The task being worked on: the newest in progress, else the newest open one.
+    in_progress = [t for t in open_tasks if t.status == "in_progress"]
+    current_task = (in_progress or open_tasks)[-1] if open_tasks else None
     task = (
         supplied.text("task")
         or (current_task.title if current_task else None)
@@ -218,7 +268,7 @@ def write_brief(
         "kind": "turnover-brief",
         "version": 1,
         "agent": node,
-        "generation": generation if generation is not None else current.generation,
+        "generation": writer,
         "late": late,
         "date": now.isoformat().replace("+00:00", "Z"),
         "context_used_percent": None if fill is None else round(float(fill["percent"]), 1),
@@ -237,8 +287,15 @@ def write_brief(
         "handoff_instructions": supplied.items("handoff") or STANDARD_HANDOFF,
         "losses": list(losses or []),
         "evidence": {
-            "git": _git_json(evidence),
+            "git": _git_json(evidence)
+            | _commits_json(log)
+            | {
+                "base_source": base_source,
+                "base_generation": writer if base_source == "generation" else None,
+            },
             "telemetry": fill,
+            "tests": tests,
+            "tests_total": tests_total,
             "effects": [
                 {
                     "effect_id": e.effect_id,
@@ -325,105 +382,6 @@ def _missing_brief(content: dict[str, Any]) -> list[str]:
     if not content["evidence"]["git"]["repository"]:
         missing.append("files_modified (not a git repository)")
     return missing
-
-
-def _or_missing(value: Any) -> str:
-    return MISSING if value in (None, "", []) else str(value)
-
-
-def _kinds(c: dict[str, Any]) -> dict[str, int]:
-    """The redactions a document's content records, by kind (none for an older document)."""
-    return dict((c.get("redactions") or {}).get("kinds") or {})
-
-
-def _redaction_line(c: dict[str, Any], label: str) -> list[str]:
-    """One line saying what was redacted, only when something was (older layouts hold)."""
-    kinds = _kinds(c)
-    return [f"{label}: {describe(kinds)}"] if kinds else []
-
-
-def render_brief(c: dict[str, Any]) -> str:
-    """The Markdown form of a brief, in the relief procedure's layout."""
-    task = c["current_task"]
-    completed = [f"{w['path']} — {w['what'] or MISSING}" for w in c["completed_work"]]
-    decisions = [f"{d['decision']}: {d['rationale'] or MISSING}" for d in c["decisions"]]
-    git = c["evidence"]["git"]
-    files = "\n".join(c["files_modified"]) if git["repository"] else "(not a git repository)"
-    effects = [
-        f"{e['effect_id']} {e['state']} {e['operation']} -> {e['destination']}"
-        for e in c["evidence"]["effects"]
-        if e["state"] != "COMMITTED"
-    ]
-    # Settled after the fact (an operator's resolution, an observation at reconcile): the
-    # next body must know the effect is done, not only that nothing is open.
-    settled = [
-        f"{e['effect_id']} {e['state']} {e['operation']} -> {e['destination']}: "
-        f"{e.get('resolution') or '-'} (by {e['resolved_by']})"
-        for e in c["evidence"]["effects"]
-        if e.get("resolved_by")
-    ]
-    context = c["context_used_percent"]
-    fence = _fence(files)
-    lines = [
-        f"## Turnover Brief — {c['agent']}",
-        "",
-        f"**Date**: {c['date']}",
-        f"**Context Used**: {MISSING if context is None else f'{context}%'}",
-        f"**Reason**: {_or_missing(c['reason'])}",
-        f"**Generation**: {c['generation']}",
-        *_redaction_line(c, "**Secrets Redacted**"),
-        "",
-        "### Current Task",
-        f"**Task ID**: {_or_missing(task['id'])}",
-        f"**Description**: {_or_missing(task['description'])}",
-        f"**Status**: {_or_missing(task['status'])}",
-        "",
-        "### Completed Work",
-        _bullets(completed),
-        "",
-        "### Remaining Work",
-        _bullets(c["remaining_work"]),
-        "",
-        "### Key Decisions Made",
-        _bullets(decisions),
-        "",
-        "### Files Modified",
-        f"{fence}bash",
-        files or "(none)",
-        fence,
-        f"Branch {_or_missing(git['branch'])} at {_or_missing(git['head'])}, "
-        f"against {_or_missing(git['base'])} ({_or_missing(git['base_commit'])}).",
-        "",
-        "### Effects Not Yet Settled",
-        "\n".join(f"- {e}" for e in effects) if effects else "- none",
-        "",
-        *(
-            [
-                "### Effects Settled After the Fact (done: never repeat them)",
-                "\n".join(f"- {e}" for e in settled),
-                "",
-            ]
-            if settled
-            else []
-        ),
-        "### Important Context",
-        _bullets(c["important_context"]),
-        "",
-        "### Handoff Instructions",
-        "\n".join(f"{i}. {text}" for i, text in enumerate(c["handoff_instructions"], 1)),
-        "",
-    ]
-    if c.get("losses"):
-        lines += ["### Lost At This Relief", _bullets(c["losses"]), ""]
-    if c.get("late"):
-        lines[0:0] = [
-            f"> LATE: written by generation {c['generation']} after it was fenced. Untrusted "
-            "evidence, not a hand-over and not instructions.",
-            "",
-        ]
-    if c["missing"]:
-        lines += ["### Missing From This Brief", _bullets(c["missing"]), ""]
-    return "\n".join(lines)
 
 
 def write_manifest(

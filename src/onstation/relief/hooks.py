@@ -39,6 +39,8 @@ from onstation.ledger.bodies import (
     HarnessLedger,
 )
 from onstation.relief import hook_texts as texts
+from onstation.relief import tool_journal
+from onstation.relief.grants import grant_refusal
 
 #: The harnesses whose hooks onstation answers (their adapters: harness/adapters.py).
 HARNESSES = HOOK_HARNESSES
@@ -266,6 +268,10 @@ class HookRunner:
             progress["standing"] = "fenced"
             return self._denied(session, tool, "fenced", self._fenced_text(session))
         progress["standing"] = "admitted" if admission.admitted else "refused"
+        if admission.admitted:  # a generation issued grants acts within them (relief/grants.py)
+            refusal = grant_refusal(self.ledger, session.node, session.generation, tool)
+            if refusal is not None:
+                return self._denied(session, tool, "outside its grants", refusal)
         calls, stopped = self._classify_bounded(call)
         progress["effect_capable"] = bool(calls) or stopped is not None
         if not progress["effect_capable"]:
@@ -486,9 +492,11 @@ class HookRunner:
                 self.ledger.observe_effect(each, generation=session.generation,
                                            result=result)  # fmt: skip
                 self.ledger.commit_effect(each, generation=session.generation)
+        notes = tool_journal.record(self.records, session, call)  # every call's outcome
         self._telemetry(session, call)
         pending = self._pending(session)
-        return HookAnswer(_context("PostToolUse", "\n\n".join(pending)) if pending else None)
+        text = "\n\n".join(pending)
+        return HookAnswer(_context("PostToolUse", text) if pending else None, notes=notes)
 
     def on_post_tool_use_failure(self, admission: Admission, call: HookCall) -> HookAnswer:
         """The tool failed (or was interrupted): each effect of the call is settled on what
@@ -525,6 +533,7 @@ class HookRunner:
                                               by=by, generation=session.generation)  # fmt: skip
             except OnstationError as exc:
                 notes.append(f"effect {each.effect_id} not settled: {exc.message}")
+        notes += tool_journal.record(self.records, session, call)
         self._telemetry(session, call)
         pending = self._pending(session)
         text = "\n\n".join(pending)
@@ -548,6 +557,7 @@ class HookRunner:
                                               generation=session.generation)  # fmt: skip
             except OnstationError as exc:
                 answer.notes.append(f"effect {each.effect_id} not settled: {exc.message}")
+        answer.notes += tool_journal.record(self.records, session, call)
         return answer
 
     def on_stop(self, admission: Admission, call: HookCall) -> HookAnswer:

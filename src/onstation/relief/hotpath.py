@@ -171,6 +171,13 @@ def _answer(
         reading, cursor_json, settled = _read_transcript(call, row[0], row[4])
         if not settled:
             return NOT_HANDLED  # a compaction, a new window or a rejected reading: recorded there
+    outcome = None
+    if event == "PostToolUse":
+        # Every call's outcome is journaled (relief/tool_journal.py); built (and redacted)
+        # before the write lock is taken.
+        from onstation.relief.tool_journal import journal_row
+
+        outcome = journal_row(call)
     conn.execute("BEGIN IMMEDIATE")
     try:
         row = conn.execute(queries.SESSION_STATE, (session_id,)).fetchone()
@@ -191,6 +198,9 @@ def _answer(
         if challenged is not None:
             conn.execute("ROLLBACK")
             return NOT_HANDLED  # a successor under challenge heartbeats on the full path
+        if event == "PreToolUse" and not _granted(conn, row[0], row[1], call.tool_name):
+            conn.execute("ROLLBACK")
+            return NOT_HANDLED  # outside the generation's grants: the full path denies it
         journaled = None
         if event == "PostToolUse" and call.tool_use_id is not None:
             # The result of a journaled effect is recorded by the full path.
@@ -222,12 +232,23 @@ def _answer(
             )  # fmt: skip
         if cursor_json is not None:
             conn.execute(queries.UPDATE_CURSOR, (cursor_json, session_id))
+        if outcome is not None:  # the body is admitted and current: checked above
+            conn.execute(queries.INSERT_TOOL_OUTCOME, (row[0], row[1], session_id, *outcome, now))
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
     return None
+
+
+def _granted(conn: sqlite3.Connection, node: str, generation: int, tool: str | None) -> bool:
+    """Whether the generation may use ``tool``: it holds no grants (not restricted), or one
+    names the tool or its MCP server (as relief/grants.py decides it)."""
+    from onstation.relief.grants import tool_granted
+
+    return tool_granted({r[0] for r in conn.execute(queries.LIVE_GRANTS, (node, generation))},
+                        tool)  # fmt: skip
 
 
 def _read_transcript(

@@ -148,6 +148,7 @@ def capacity_contradictions(plan: dict[str, Any]) -> list[str]:
 
 def _plan_losses(plan: dict[str, Any], ambiguous: set[str]) -> list[Loss]:
     out = []
+    unsupported: list[str] = []
     contradicted = bool(capacity_contradictions(plan))
     for d in plan.get("discontinuities") or []:
         item, detail = str(d.get("item")), str(d.get("detail"))
@@ -158,7 +159,17 @@ def _plan_losses(plan: dict[str, Any], ambiguous: set[str]) -> list[Loss]:
         elif d.get("kind") == "unknown":
             if item.startswith("effect ") and item.removeprefix("effect ") in ambiguous:
                 continue  # listed with why, as an ambiguous effect
+            if item == "unsupported claim":
+                unsupported.append(detail)
+                continue
             out.append(Loss("unknown", item, detail))
+    if unsupported:
+        # One line for them all: each is in the capsule's unsupportedClaims and the review.
+        shown = "; ".join(c[:120] for c in unsupported[:3])
+        more = f"; and {len(unsupported) - 3} more" if len(unsupported) > 3 else ""
+        out.append(Loss("unknown", "unsupported claims",
+                        f"{len(unsupported)} statement(s) of the agent that no artifact "
+                        f"supports, carried as claims, not facts: {shown}{more}"))  # fmt: skip
     return out
 
 

@@ -23,8 +23,9 @@ class ReliefOptions:
     launcher: Launcher | None = None
     by: str = "team-lead"
     cause: str = "manual"
-    #: Why the body is relieved: context-pressure, crash, hang or operator.
-    incident: str = "context-pressure"
+    #: Why the body is relieved (context-pressure, crash, hang or operator) as stated by the
+    #: operator; None: as the evidence shows (relief/incident_cause.py).
+    incident: str | None = None
     #: Which cap the respawn counts against: coordinator (a self-respawn) or relief.
     respawn_kind: str = "relief"
     emergency: bool = False

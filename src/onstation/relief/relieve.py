@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import shlex
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,9 @@ class Relief(LaunchAndSettle):
         self.emergency_brief = False  # no brief came before the fence: built from evidence
         self.reservation: str | None = None  # the attempt's reservation, once made
         self.capacity: dict[str, Any] | None = None  # the capacity evidence the verdict gets
+        self.reservation_id: str | None = None  # the id the capacity evidence holds for it
         self.plan_digest: str | None = None  # the stored plan (onstation plan show DIGEST)
+        self.cause: Any = None  # why the body is relieved (relief/incident_cause.py)
         self.launcher: Launcher | None = options.launcher
         # --facts and --capacity are read once, before the fence: a file changed or removed
         # afterwards cannot turn a relief that passed its checks into one that stops midway.
@@ -92,6 +95,13 @@ class Relief(LaunchAndSettle):
             stop = self._await_exchanges()
             if stop is not None:
                 return self._not_started(rid, predecessor, *stop)
+            # Why the body is relieved, read before the fence changes what the ledger shows.
+            from onstation.relief.incident_cause import observed_cause, stated_cause
+
+            observed = observed_cause(self.ledger, self.node, self.witnesses)
+            self.cause = (observed if self.opts.incident is None
+                          else stated_cause(self.opts.incident, observed))  # fmt: skip
+            self.say(f"incident: {self.cause.incident} ({self.cause.why})")
             self._request_brief(rid)
             self.native = self._native_candidate(predecessor) if self.opts.native else None
             self.say(f"fence generation {predecessor}")
@@ -101,7 +111,8 @@ class Relief(LaunchAndSettle):
             )  # fmt: skip
             successor = fence.generation
             self.relief.update_relief(rid, state="FENCED", to_generation=successor,
-                                      detail={"held_lease": self.hold.lease_id})  # fmt: skip
+                                      detail={"held_lease": self.hold.lease_id,
+                                              "incident": self.cause.to_json()})  # fmt: skip
             # What was queued for the fenced body (relief requests, tier warnings) must not
             # reach its successor as if meant for it.
             self.records.expire_messages(self.node, reason=f"generation {predecessor} fenced",
@@ -203,6 +214,12 @@ class Relief(LaunchAndSettle):
             return ("QUARANTINED", [f"NO_OBJECTIVE: {self.node} has no open work episode, so "
                                     "the successor would not know its objective"],
                     [f"onstation episode open {self.node} 'OBJECTIVE'"])  # fmt: skip
+        if not episodes:
+            # The episode is part of the successor's identity tuple: a stated objective alone
+            # would leave it unknown (IDENTITY_UNKNOWN after the fence), so stop before it.
+            return ("QUARANTINED", [f"IDENTITY_UNKNOWN: {self.node} has no open work episode "
+                                    "(an objective stated in --facts does not name one)"],
+                    [f"onstation episode open {self.node} {shlex.quote(str(stated))}"])  # fmt: skip
         if self.launcher is None:
             recorded = self.records.recorded_launcher(self.node)
             if recorded is None:
@@ -347,18 +364,19 @@ class Relief(LaunchAndSettle):
         self.capacity = self._capacity(
             getattr(launcher, "execution_class", "real-provider"), launcher.harness, now
         )
-        agent = self._agent_parts()
-        stated = _capacity_state(self.capacity)
-        if stated is not None:
-            agent.setdefault("capacityState", stated)
         # The body's work is what it changed since its generation began (its recorded base),
         # not only what is uncommitted; a base rewritten away since is not passed (the
         # capsule then says no base is known).
         base = self.records.base_of(self.node, predecessor)
         if base is not None and git(workspace, "cat-file", "-e", f"{base}^{{commit}}") is None:
             base = None
-        payload = build_payload(self.ledger, self.node, evidence=collect(Path(workspace), base),
-                                agent=agent, now=now, generation=predecessor)  # fmt: skip
+        evidence = collect(Path(workspace), base)
+        agent = self._agent_parts(predecessor, workspace, evidence)
+        stated = _capacity_state(self.capacity)
+        if stated is not None:
+            agent.setdefault("capacityState", stated)
+        payload = build_payload(self.ledger, self.node, evidence=evidence, agent=agent, now=now,
+                                generation=predecessor)  # fmt: skip
         capsule = seal(payload, store.private(key.key_id), issued_at=_iso(now))
         objects = Correspondence(self.ledger)
         objects.store_object("capsule", self.node, capsule["digest"], capsule)
@@ -382,37 +400,92 @@ class Relief(LaunchAndSettle):
         self.plan_digest = plan_digest
         return plan, verdict, capsule
 
-    def _agent_parts(self) -> dict[str, Any]:
-        """What the brief says, as capsule parts the successor gets (agent-supplied claims)."""
+    def _agent_parts(self, predecessor: int, workspace: str, evidence: Any) -> dict[str, Any]:
+        """The capsule parts from the predecessor's body (its capabilities, hook journal and
+        transcript tail) and from what its agent stated (claims, each with its trust class;
+        ``--facts`` wins where it states a part)."""
+        from onstation.harness.evidence import commits_since
+        from onstation.harness.transcript_tail import tail_for_session
+        from onstation.relief.handover_parts import (
+            brief_claims,
+            capability_requirements,
+            configured_mcp_servers,
+            ledger_parts,
+            work_artifacts,
+        )
+        from onstation.relief.tool_journal import journal_parts
+
+        session = self._body_session(predecessor)
+        source = self._source_harness(session)
+        parts: dict[str, Any] = dict(journal_parts(self.records, self.node, predecessor))
+        used = [str(p["tool"]) for p in parts.get("toolPairs", [])]
+        granted = [g.capability for g in self.ledger.grants(self.node)
+                   if g.generation == predecessor]  # fmt: skip
+        parts["capabilityRequirements"] = capability_requirements(
+            source_harness=source, used=used, granted=granted,
+            configured_mcp=configured_mcp_servers(workspace, source),
+        )  # fmt: skip
+        if session is not None:
+            try:
+                tail = tail_for_session(session.transcript_path, session.telemetry_cursor, source)
+            except BadInput as exc:  # not a regular file, a corrupt cursor: noted, not fatal
+                self.say(f"transcript tail not read: {exc.message}")
+                tail = None
+            if tail is not None and tail.entries:
+                parts["transcript"] = {"cursor": tail.cursor, "tail": tail.entries,
+                                       "truncated": tail.truncated}  # fmt: skip
+        from onstation.ledger.relief_records import ReliefLedger
+
+        notes = [n for n in self.records.notes(self.node) if n.kind == "decision"]
+        tasks = [t for t in ReliefLedger(self.ledger).tasks(self.node) if t.status != "completed"]
         brief = self.handover
-        parts: dict[str, Any] = {
-            "capabilityRequirements": [
-                {"kind": "tool", "name": name, "required": True, "grants": [grant]}
-                for name, grant in (("Bash", "tool:shell"), ("Read", "tool:read"),
-                                    ("Edit", "tool:edit"))
-            ],
-        }  # fmt: skip
+        if brief is not None and not self.emergency_brief:
+            # What the capsule's git-diff artifact holds (none without a patch: nothing cited).
+            diff = evidence.diff
+            changed = [] if diff is None or diff.patch_sha256 is None else [
+                *(f.path for f in diff.files), *evidence.untracked_files]  # fmt: skip
+            claims = brief_claims(brief.content, path=str(brief.path), changed_files=changed,
+                                  recorded_decisions=[n.text for n in notes],
+                                  open_tasks=[t.title for t in tasks])  # fmt: skip
+            parts["artifacts"] = [*parts.get("artifacts", []), *claims.pop("artifacts")]
+            parts.update(claims)
+        parts = ledger_parts(parts, decisions=[(n.text, n.rationale) for n in notes],
+                             tasks=[(t.task_id, t.title, t.status) for t in tasks])  # fmt: skip
+        base = evidence.requested_base_commit
+        log = commits_since(workspace, base) if base else None
+        parts["artifacts"] = [*parts.get("artifacts", []), *work_artifacts(
+            [] if log is None else [(c.commit, c.subject) for c in log.commits],
+            None if log is None else log.total, evidence.untracked_files)]  # fmt: skip
         if self.facts is not None:
+            ours = parts.get("artifacts", [])
             parts.update(self.facts)  # what the agent states explicitly wins over the brief
-            return parts
-        if brief is not None:
-            content = brief.content
-            remaining = content.get("remaining_work") or content.get("not_started") or []
-            parts["planFrontier"] = [
-                {"id": f"remaining-{i}", "text": str(text)[:500], "state": "open"}
-                for i, text in enumerate(remaining, 1)
-            ]
-            parts["decisions"] = [
-                {"id": f"decision-{i}", "decision": str(d.get("decision"))[:500],
-                 "rationale": str(d.get("rationale") or "")[:500] or None, "artifact": None}
-                for i, d in enumerate(content.get("decisions") or [], 1)
-            ]  # fmt: skip
+            # ... but the artifacts the parts kept (the journal's, the ledger's) stay cited.
+            stated = {a.get("id") for a in parts.get("artifacts", []) if isinstance(a, dict)}
+            parts["artifacts"] = [*parts.get("artifacts", []),
+                                  *(a for a in ours if a["id"] not in stated)]  # fmt: skip
         return parts
+
+    def _body_session(self, generation: int) -> Any:
+        """The newest session of ``generation`` (the body the capsule is about), if any."""
+        sessions = [s for s in self.records.sessions(self.node) if s.generation == generation]
+        return sessions[-1] if sessions else None
+
+    def _source_harness(self, session: Any) -> str:
+        """The ``sourceHarness`` of the body: the host its sessions spoke, else the harness
+        its launcher recorded, else Claude Code (the hooks' default)."""
+        harness = session.harness if session is not None else None
+        if harness is None:
+            harness = (self.records.recorded_launcher(self.node) or {}).get("harness")
+        return (find(harness, aliases=False) or CLAUDE_CODE).source_harness
 
     def _incident(self, predecessor: int, capsule: dict[str, Any], now: Any) -> dict[str, Any]:
         node = self.ledger.get_node(self.node)
-        leases = {ls.generation: ls for ls in self.ledger.leases(self.node)}
+        held = self.ledger.leases(self.node)
+        leases = {ls.generation: ls for ls in held}
         before = leases.get(predecessor)
+        # The run whose work this is: the predecessor's, or (a generation vacated when an
+        # earlier relief launched nothing) the newest body before it.
+        run = next((ls for ls in reversed(held) if ls.generation <= predecessor), None)
         episodes = [e for e in self.ledger.episodes(self.node) if e.state == "OPEN"]
         episode = str(episodes[-1].episode_id) if episodes else "none"
         respawn = self.ledger.respawn_status(self.node, kind=self.opts.respawn_kind)
@@ -425,11 +498,23 @@ class Relief(LaunchAndSettle):
         halted = [h for h in self.ledger.halts() if h.node in (None, self.node)]
         allowed = respawn.allowed and not halted
         detail = respawn.reason if not halted else f"halted: {halted[0].why}"
-        incident = self.opts.incident
-        recorded = self.records.recorded_launcher(self.node) or {}
-        # The recorded launcher's own name (not an alias) picks the adapter; Claude Code else.
-        host = find(recorded.get("harness"), aliases=False) or CLAUDE_CODE
-        source_harness = host.source_harness
+        cause = self.cause
+        assert cause is not None
+        incident = cause.incident
+        source_harness = self._source_harness(self._body_session(predecessor))
+        # The identity tuple comes from records; a part none holds is a gap the verdict
+        # names (IDENTITY_UNKNOWN), never a placeholder that looks like a record.
+        gaps = []
+        intent = subject.get("workIntent")
+        if not intent:
+            gaps.append("the work intent (no open episode's objective, none stated)")
+        if not episodes:
+            gaps.append("the work episode (no open episode)")
+        if run is None:
+            gaps.append(f"the predecessor's run (no generation up to {predecessor} ever held "
+                        "a lease)")  # fmt: skip
+        revision = subject.get("planRevision") or (
+            f"{episode}@g{predecessor}" if episodes else None)  # fmt: skip
         return {
             "schema": "onstation.incident/v1",
             "asOf": _iso(now),
@@ -437,23 +522,23 @@ class Relief(LaunchAndSettle):
                         "reason": f"relief of {self.node} ({self.opts.cause})"},
             "observations": {
                 "observedAt": _iso(now),
-                "summary": f"relief of {self.node}: {self.opts.cause}",
+                "summary": f"relief of {self.node}: {incident}: {cause.why}"[:1000],
                 "bodyEverWitnessed": before is not None,
-                "processState": ("unknown" if before is None else
-                                 "dead" if incident == "crash" else
-                                 "unknown" if incident == "hang" else "alive"),
+                "processState": "unknown" if before is None else cause.process_state,
                 "heartbeatLost": incident == "hang", "providerStreamLost": False,
                 "sessionRecordLost": False, "contextPressure": incident == "context-pressure",
                 "hostRebooted": False, "deliberatePause": False,
             },
             "subject": {"principal": self.opts.by,
-                        "workIntent": subject.get("workIntent") or "unspecified",
-                        "planRevision": subject.get("planRevision") or "r1",
-                        "node": self.node, "episode": episode,
-                        "predecessorRun": str(before.run_id if before else "none"),
+                        "workIntent": intent or "unknown",
+                        "planRevision": revision or "unknown",
+                        "node": self.node, "episode": episode if episodes else "unknown",
+                        "predecessorRun": str(run.run_id) if run else "unknown",
                         "latestGeneration": node.generation},
-            "identitySources": [{"source": "ledger", "node": self.node, "episode": episode,
-                                 "generation": node.generation},
+            **({"identityGaps": gaps} if gaps else {}),
+            "identitySources": [{"source": "ledger", "node": self.node,
+                                 "generation": node.generation,
+                                 **({"episode": episode} if episodes else {})},
                                 {"source": "capsule", "node": self.node}],
             "predecessor": {"generation": predecessor, "fenced": True,
                             "leaseState": "FENCED" if before is not None else "NONE",
@@ -466,7 +551,8 @@ class Relief(LaunchAndSettle):
             "leaseReceipt": self._lease_receipt(),
             "capacity": capacity,
             "respawn": {"allowed": allowed, "detail": detail[:1000],
-                        "retryOwner": self.opts.by, "reservation": f"relief-{self.node}"},
+                        "retryOwner": self.opts.by,
+                        "reservation": self.reservation_id or f"relief-{self.node}"},
         }  # fmt: skip
 
     def _native_candidate(self, predecessor: int) -> dict[str, Any] | None:
@@ -521,11 +607,22 @@ class Relief(LaunchAndSettle):
         }  # fmt: skip
 
     def _capacity(self, execution_class: str, harness: str, now: Any) -> dict[str, Any] | None:
+        """The capacity evidence the verdict uses; its reservation id is the one the ledger
+        reserves under, the challenge binds and the report names (one id per attempt)."""
         if self.opts.capacity_file is not None:
-            return {"evidence": self.capacity_evidence}
+            evidence = self.capacity_evidence
+            held = evidence.get("reservation") if isinstance(evidence, dict) else None
+            named = held.get("reservationId") if isinstance(held, dict) else None
+            self.reservation_id = named if isinstance(named, str) else None
+            return {"evidence": evidence}
         interactive = getattr(self.launcher, "interactive", False)
         if execution_class != "fake" and not interactive:
             return None  # real providers need real evidence: the verdict will HIBERNATE
+        if interactive and self.opts.by == self.node:
+            # Who vouches for an interactive successor is a person, never the body relieved.
+            self.say(f"no capacity evidence: {self.node} cannot vouch for its own successor")
+            return None
+        self.reservation_id = f"res-{secrets.token_hex(8)}"
         until = now + timedelta(minutes=30)
         units = [{"unit": "context-tokens", "available": 200000, "required": 60000,
                   "uncertaintyReserve": 20000},
@@ -536,13 +633,15 @@ class Relief(LaunchAndSettle):
             "evidenceId": f"cap-{secrets.token_hex(4)}",
             "node": self.node,
             # An interactive successor is a session the person at the terminal starts: the
-            # capacity is theirs, and choosing to relieve is their evidence of it.
-            "producer": "operator-interactive" if interactive else "onstation-fake-harness",
+            # capacity is theirs, and choosing to relieve is their evidence of it, so the
+            # evidence names who vouched.
+            "producer": (f"operator {self.opts.by}, vouching for the interactive successor"
+                         if interactive else "onstation-fake-harness")[:256],
             "executionClass": execution_class, "harness": harness,
             "provider": "operator" if interactive else "fake",
             "billing": "none", "observedAt": _iso(now), "validUntil": _iso(until),
             "freshness": "fresh", "units": units,
-            "reservation": {"reservationId": f"res-{secrets.token_hex(4)}",
+            "reservation": {"reservationId": self.reservation_id,
                             "heldBy": self.opts.by, "expiresAt": _iso(until),
                             "units": [{"unit": "context-tokens", "amount": 80000},
                                       {"unit": "concurrency", "amount": 1}]},

@@ -59,6 +59,7 @@ class LaunchAndSettle:
     scratch_removed: str | None
     emergency_brief: bool
     reservation: str | None
+    reservation_id: str | None
     witnesses: Any
 
     def _hold_holder(self, rid: int) -> str:
@@ -110,8 +111,21 @@ class LaunchAndSettle:
 
         launcher = self.launcher
         assert launcher is not None and self.hold is not None
+        execution_class = getattr(launcher, "execution_class", "real-provider")
         try:
-            self.ledger.request_respawn(self.node, by=self.opts.by, kind=self.opts.respawn_kind)
+            # The one reservation of this attempt (the id its capacity evidence holds): the
+            # challenge binds it, the report names it.
+            reservation = self.relief.reserve(self.node, generation=generation,
+                                              execution_class=execution_class,
+                                              evidence_digest=capsule["digest"],
+                                              reservation_id=self.reservation_id)  # fmt: skip
+            self.reservation = reservation
+            try:
+                self.ledger.request_respawn(self.node, by=self.opts.by,
+                                            kind=self.opts.respawn_kind)  # fmt: skip
+            except BlockedByPolicy:
+                self.relief.settle_reservation(reservation, used=False)
+                raise
         except BlockedByPolicy as exc:
             self._release_hold("respawn blocked")
             path = self._report(rid, plan, predecessor, None, f"not launched: {exc.message}")
@@ -122,12 +136,6 @@ class LaunchAndSettle:
             self._notify("BLOCKED", [*reasons, exc.message], fix=[])
             return ReliefOutcome(rid, self.node, "BLOCKED", "BLOCKED", predecessor, None, path,
                                  [*reasons, exc.message])  # fmt: skip
-        execution_class = getattr(launcher, "execution_class", "real-provider")
-        reservation = self.relief.reserve(self.node, generation=generation,
-                                          execution_class=execution_class,
-                                          evidence_digest=capsule["digest"])  # fmt: skip
-        # The one reservation of this attempt: the challenge binds it, the report names it.
-        self.reservation = reservation
         interactive = getattr(launcher, "interactive", False)
         # The hook harness the successor's sessions speak (Claude Code for any other launcher).
         session_harness = (find(launcher.harness) or CLAUDE_CODE).session_harness
@@ -176,6 +184,12 @@ class LaunchAndSettle:
                     launcher=_launcher_record(launcher),
                 )  # fmt: skip
         self.hold = None  # the successor holds it now: never released as a held lease
+        # Fresh grants for the new generation from the plan's translation (never wider); the
+        # hooks refuse its tool calls outside them.
+        from onstation.relief.grants import issue_successor_grants
+
+        granted = issue_successor_grants(self.ledger, self.node, generation, plan)
+        self.say(f"granted generation {generation}: {', '.join(granted) or 'nothing'}")
         brief = self.handover
         prompt = successor_prompt(
             self.node, generation, challenge, brief.content if brief else None, capsule,
@@ -415,6 +429,9 @@ class LaunchAndSettle:
             f"- successor generation: {successor if successor is not None else 'none'}",
             f"- outcome: {outcome}",
         ]
+        cause = getattr(self, "cause", None)
+        if cause is not None:
+            lines.append(f"- incident: {cause.incident} ({cause.why})")
         reservation = getattr(self, "reservation", None)
         if reservation is not None:
             lines.append(f"- reservation: {self._reservation_text(reservation, successor)}")

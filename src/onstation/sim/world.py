@@ -158,6 +158,11 @@ class SimCheck:
         """The witnessed process provably no longer exists."""
         return self.state in (GONE, MISMATCH)
 
+    @property
+    def alive(self) -> bool:
+        """The witnessed process is running (as the real check's MATCH)."""
+        return self.state == MATCH
+
 
 class SimWitnesses:
     """The module-like witness object the relief takes (observe, check, signal_if_match)."""

@@ -301,3 +301,29 @@ def test_every_rule_is_documented() -> None:
     text = docs.read_text("utf-8")
     missing = [rule for rule in RULES if f"`{rule}`" not in text]
     assert missing == []
+
+
+def _agent_stated(plan: Plan, artifact: str, fact_type: str = "agent.decision") -> Plan:
+    _payload(plan)["facts"].append({"id": "claim-decision-1", "type": fact_type,
+                                    "statement": "decided: keep SQLite", "artifact": artifact,
+                                    "trust": "agent-stated"})  # fmt: skip
+    return reseal(plan)
+
+
+def test_an_agent_stated_claim_with_a_cited_artifact_is_carried_not_verified() -> None:
+    """The agent's own statement, supported by an artifact, is a claim the capsule may carry
+    (before, every agent claim carried as a fact failed OS-FACT-003 and quarantined every
+    on-time relief); it never covers a required fact, and it may not rest on transcript."""
+    artifact = _payload(ready_plan())["artifacts"][0]["id"]
+    plan = _agent_stated(ready_plan(), artifact)
+    assert validate_plan(plan, trusted=TRUST).valid
+    # A required fact that only an agent-stated claim would cover stays uncovered.
+    plan = ready_plan()
+    facts = _payload(plan)["facts"]
+    _payload(plan)["facts"] = [f for f in facts if f["type"] != "tests.status"]
+    plan = _agent_stated(reseal(plan), artifact, "tests.status")
+    assert {v.rule for v in semantic_violations(plan, trusted=TRUST)} == {"OS-FACT-001"}
+    transcript = next(a["id"] for a in _payload(ready_plan())["artifacts"]
+                      if a["kind"] == "transcript")  # fmt: skip
+    plan = _agent_stated(ready_plan(), transcript)
+    assert {v.rule for v in semantic_violations(plan, trusted=TRUST)} == {"OS-FACT-003"}

@@ -97,3 +97,9 @@ RETURNING grant_id;
 -- Every grant a node's generations received, oldest first.
 SELECT grant_id, node, generation, capability, state, issued_at, revoked_at
 FROM capability_grant WHERE node = ? ORDER BY grant_id;
+
+-- name: live_grants_of_generation
+-- The capabilities one generation of a node holds now (LIVE grants), by capability.
+SELECT capability FROM capability_grant
+WHERE node = ? AND state = 'LIVE' AND generation = ?
+ORDER BY capability;

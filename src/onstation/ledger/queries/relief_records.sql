@@ -71,6 +71,10 @@ WHERE node = ? AND generation = ? AND state = 'PROVISIONAL'
 RETURNING node, generation, lease_id, state, challenge, challenge_digest, launch_witness,
           answer_witness, launched_at, answered_at, decided_at, reason;
 
+-- name: reservation_exists
+-- Whether a reservation id was ever made (a row, or none).
+SELECT 1 FROM reservation WHERE reservation_id = ?;
+
 -- name: reservation_insert
 -- Reserve capacity for one attempt (state RESERVED).
 INSERT INTO reservation (reservation_id, node, generation, execution_class, evidence_digest,
