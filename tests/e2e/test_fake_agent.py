@@ -478,6 +478,9 @@ def test_a_body_killed_mid_push_is_settled_by_its_remote_and_its_push_never_repe
         assert sum(e.effect_id == ambiguous.effect_id for e in pushes) == 1
         assert ledger.get_effect(ambiguous.effect_id).state is EffectState.COMMITTED
         assert not ledger.effects("exec-1", state=EffectState.AMBIGUOUS)
+        # The successor worked within the grants the relief issued it from the translation.
+        assert {"tool:Bash", "tool:Write"} <= ledger.live_grants("exec-1", 2)
+        assert not [d for d in ledger.denials("exec-1") if d.reason == "outside its grants"]
     subjects = commit_subjects(world["project"])
     assert sorted(Counter(subjects).values()) == [1] * len(subjects)  # each commit once
 

@@ -263,13 +263,24 @@ def test_a_provisional_successor_has_no_effect_rights(team: dict[str, Any]) -> N
         assert created and effect.generation == 2
 
 
+def test_a_node_cannot_vouch_for_its_own_interactive_successor(team: dict[str, Any]) -> None:
+    done = run(team["env"], "relieve", "exec-1", "--harness", "interactive", "--brief-wait",
+               "0", "--by", "exec-1", "--json")  # fmt: skip
+    assert done.returncode == 4, done.stdout + done.stderr
+    outcome = json.loads(done.stdout)
+    assert (outcome["verdict"], outcome["state"]) == ("HIBERNATE", "NOT_STARTED")
+    assert "cannot vouch for its own successor" in outcome["reasons"][0]
+    with Ledger.open(team["db"]) as ledger:
+        assert ledger.get_node("exec-1").generation == 1  # nothing fenced
+
+
 def test_an_interactive_session_takes_over_as_the_successor(team: dict[str, Any]) -> None:
     """The next session started in the workspace while a relief waits becomes the successor:
     it gets the prompt through SessionStart, answers the challenge, and only then acts; the
     predecessor session is told it has been relieved and is denied."""
     relief = subprocess.Popen(
         [ONSTATION, "relieve", "exec-1", "--harness", "interactive", "--brief-wait", "0",
-         "--challenge-wait", "60", "--shutdown-wait", "0.5", "--json"],
+         "--challenge-wait", "60", "--shutdown-wait", "0.5", "--json", "--by", "alice"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=team["env"],
     )  # fmt: skip
     try:
@@ -297,6 +308,9 @@ def test_an_interactive_session_takes_over_as_the_successor(team: dict[str, Any]
     assert "answer: 0" in session.stdout, session.stdout
     outcome = json.loads(out)
     assert outcome["state"] == "SETTLED", err
+    # Not self-certified: the capacity evidence names the person who vouched for it.
+    assert "operator alice, vouching for the interactive successor" in Path(
+        outcome["report_path"]).read_text()  # fmt: skip
     with Ledger.open(team["db"]) as ledger:
         assert ledger.live_lease("exec-1").holder == "claude-code session sess-new"  # type: ignore[union-attr]
         birth = ReliefLedger(ledger).birth("exec-1", 2)

@@ -238,6 +238,27 @@ def test_the_report_names_the_reservation_the_successor_echoed(team: dict[str, A
             assert "not this attempt's reservation" in line, line
 
 
+def test_the_capacity_evidences_hold_is_the_one_reservation_and_holds_once(
+    team: dict[str, Any], tmp_path: Path
+) -> None:
+    """One reservation id per attempt: the id the capacity evidence holds is the one the
+    ledger reserves, the challenge binds and the report names (before, the evidence carried
+    its own id beside the ledger's); the same evidence given to a second attempt is refused."""
+    evidence = capacity_file(tmp_path)
+    held = json.loads(evidence.read_text())["reservation"]["reservationId"]
+    done = relieve(team, "ok", "--challenge-wait", "30", "--capacity", str(evidence))
+    outcome, report = report_of(done)
+    assert outcome["state"] == "SETTLED", report
+    assert f"- reservation: {held} (made for this attempt, bound in its challenge" in report
+    with Ledger.open(team["db"]) as ledger:
+        birth = ReliefLedger(ledger).birth("exec-1", 2)
+        assert birth is not None and birth.challenge["reservation"] == held
+    again = relieve(team, "ok", "--challenge-wait", "30", "--capacity", str(evidence))
+    outcome, report = report_of(again)
+    assert outcome["state"] == "BLOCKED", report
+    assert any(f"CAPACITY_REUSED: reservation {held}" in r for r in outcome["reasons"])
+
+
 # -- nothing lost ----------------------------------------------------------------------------
 
 

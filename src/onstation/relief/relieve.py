@@ -239,6 +239,11 @@ class Relief(LaunchAndSettle):
                     [f"onstation relieve {self.node} --harness HARNESS"])  # fmt: skip
         execution_class = getattr(self.launcher, "execution_class", "real-provider")
         interactive = getattr(self.launcher, "interactive", False)
+        if interactive and self.opts.by == self.node:
+            return ("HIBERNATE", [f"CAPACITY_UNKNOWN: an interactive successor's capacity is "
+                                  f"vouched for by a person; {self.node} cannot vouch for its "
+                                  "own successor"],
+                    [f"onstation relieve {self.node} --harness interactive --by NAME"])  # fmt: skip
         if (
             execution_class not in ("fake",) and not interactive
             and self.opts.capacity_file is None
