@@ -95,6 +95,15 @@ def test_the_team_demo_relieves_respawns_and_commits_everything_once(tmp_path: P
     assert briefs and "## Turnover Brief — exec-login" in briefs[0].read_text()
     report = Path(login[0]["report"]).read_text()
     assert "predecessor generation: 1 (fenced for good)" in report
+    # The report lists every loss this run had (issue 13): the fake agent's brief gives no
+    # task id, and its decisions and remaining steps are statements no artifact supports.
+    assert "- incident: context-pressure (hull integrity " in report
+    losses = report.split("## Losses\n", 1)[1].split("\n## ", 1)[0]
+    assert "brief-fields-missing: brief " in losses and "current_task.id" in losses
+    assert "unknown: unsupported claims: " in losses and "remains: step 7 of 14" in losses
+    coord_report = Path(coord[0]["report"]).read_text()
+    coord_losses = coord_report.split("## Losses\n", 1)[1].split("\n## ", 1)[0]
+    assert "brief-fields-missing: manifest " in coord_losses and "in_flight" in coord_losses
 
 
 @pytest.mark.slow
