@@ -439,3 +439,41 @@ def test_plan_build_from_collected_evidence(repo: Path, tmp_path: Path) -> None:
     assert payload["repository"]["base"] == sh(repo, "rev-parse", "base")
     assert payload["repository"]["dirty"] is False
     assert [f["path"] for f in payload["repository"]["diff"]["files"]] == ["b.txt"]
+
+
+def test_one_status_call_reads_branch_head_upstream_and_changes(repo: Path, tmp_path: Path) -> None:
+    """collect() reads the branch, HEAD, the upstream, whether anything changed and the
+    untracked files from one `git status --porcelain=v2 -z` (issue 14: fewer git processes per
+    relief), with the answers the separate calls gave."""
+    head = sh(repo, "rev-parse", "HEAD")
+    (repo / "dir with space").mkdir()
+    (repo / "dir with space" / "new\nline.txt").write_text("x")  # -z keeps the name exact
+    (repo / ".gitignore").write_text("ignored.log\n")
+    (repo / "ignored.log").write_text("x")
+    sh(repo, "mv", "a.txt", "b.txt")  # a rename record carries its origin as a second record
+    ev = collect(repo)
+    assert (ev.repository, ev.branch, ev.head, ev.dirty) == (True, "main", head, True)
+    assert ev.tree == sh(repo, "rev-parse", "HEAD^{tree}")
+    assert ev.untracked_files == (".gitignore", "dir with space/new\nline.txt")
+    assert (ev.base_ref, ev.merge_base) == ("HEAD", head)  # no upstream, main is the branch
+    # An upstream counts only while its ref exists.
+    origin = tmp_path / "origin.git"
+    sh(tmp_path, "init", "-q", "--bare", str(origin))
+    sh(repo, "remote", "add", "origin", str(origin))
+    sh(repo, "commit", "-q", "-m", "rename")
+    sh(repo, "push", "-q", "-u", "origin", "main")
+    ev = collect(repo)
+    assert (ev.base_ref, ev.remote_name, ev.remote_url) == ("origin/main", "origin", str(origin))
+    sh(repo, "update-ref", "-d", "refs/remotes/origin/main")
+    assert collect(repo).base_ref == "HEAD"
+    # Detached HEAD, and a repository without a commit.
+    sh(repo, "checkout", "-q", "--detach")
+    detached = collect(repo)
+    assert detached.branch is None and detached.head == sh(repo, "rev-parse", "HEAD")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    sh(empty, "init", "-q", "-b", "trunk")
+    unborn = collect(empty)
+    assert (unborn.repository, unborn.branch, unborn.head, unborn.tree) == (True, "trunk", None,
+                                                                          None)  # fmt: skip
+    assert unborn.dirty is False

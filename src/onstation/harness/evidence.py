@@ -172,6 +172,72 @@ def _names(out: str | None) -> tuple[str, ...]:
     return tuple(sorted(n for n in (out or "").splitlines() if n))
 
 
+@dataclass(frozen=True)
+class _Status:
+    """What one ``git status --porcelain=v2 --branch`` says of a work tree."""
+
+    branch: str | None
+    head: str | None
+    upstream: str | None
+    dirty: bool
+    untracked: tuple[str, ...]
+
+
+def _status(ws: str) -> _Status | None:
+    """The work tree's status, or None when ``ws`` is not in a git work tree (or git fails).
+
+    ``-z`` keeps any path byte-exact; untracked files are listed one by one (``-uall``, as
+    ``ls-files --others --exclude-standard`` lists them)."""
+    out = git(ws, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all",
+              strip=False)  # fmt: skip
+    if out is None:
+        return None
+    branch = head = upstream = None
+    has_ab = False
+    dirty = False
+    untracked: list[str] = []
+    records = out.split("\0")
+    i = 0
+    while i < len(records):
+        record = records[i]
+        i += 1
+        if record.startswith("# branch.oid "):
+            oid = record[len("# branch.oid ") :]
+            head = None if oid == "(initial)" else oid
+        elif record.startswith("# branch.head "):
+            name = record[len("# branch.head ") :]
+            branch = None if name == "(detached)" else name
+        elif record.startswith("# branch.upstream "):
+            upstream = record[len("# branch.upstream ") :]
+        elif record.startswith("# branch.ab "):
+            has_ab = True  # only when the upstream's ref exists
+        elif record.startswith("? "):
+            dirty = True
+            untracked.append(record[2:])
+        elif record[:2] in ("1 ", "u ", "! "):
+            dirty = dirty or not record.startswith("! ")
+        elif record.startswith("2 "):
+            dirty = True
+            i += 1  # a rename's original path follows as its own record
+    return _Status(branch, head, upstream if has_ab else None, dirty, tuple(sorted(untracked)))
+
+
+def _remote(ws: str) -> tuple[str | None, str | None]:
+    """(name, fetch URL) of ``origin``, else of the first remote; (None, None) without one.
+    One ``git remote -v`` (URLs as git resolves them, ``insteadOf`` applied) instead of a
+    listing and a lookup."""
+    urls: dict[str, str] = {}
+    for line in (git(ws, "remote", "-v") or "").splitlines():
+        name, _, rest = line.partition("\t")
+        url, _, kind = rest.rpartition(" ")
+        if kind == "(fetch)" and name and url:
+            urls.setdefault(name, url)
+    if not urls:
+        return None, None
+    name = "origin" if "origin" in urls else sorted(urls)[0]
+    return name, urls[name]
+
+
 def collect(workspace: str | os.PathLike[str], base: str | None = None) -> GitEvidence:
     """Everything git can say, read-only, about ``workspace`` (see
     :class:`~onstation.plan.evidence.GitEvidence` for what each field means).
@@ -182,19 +248,20 @@ def collect(workspace: str | os.PathLike[str], base: str | None = None) -> GitEv
     is the reader's decision.
     """
     ws = str(Path(workspace))
-    if git(ws, "rev-parse", "--is-inside-work-tree") != "true":
+    # One status answers what used to take six calls: whether this is a work tree, the
+    # branch, HEAD, the upstream (only when its ref exists: the ahead/behind line), whether
+    # anything changed and which files are untracked.
+    status = _status(ws)
+    if status is None:
         return GitEvidence(workspace=ws, repository=False, requested_base=base)
-    branch = git(ws, "symbolic-ref", "--short", "-q", "HEAD")
-    head = _line(ws, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-    tree = _line(ws, "rev-parse", "--verify", "--quiet", "HEAD^{tree}")
+    branch, head, upstream = status.branch, status.head, status.upstream
+    tree = _line(ws, "rev-parse", "--verify", "--quiet", "HEAD^{tree}") if head else None
 
     requested_commit = None
     if base is not None and not base.startswith("-"):  # never an option to git
         requested_commit = _line(ws, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
 
-    chosen = base
-    if chosen is None:
-        chosen = git(ws, "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}")
+    chosen = base if base is not None else upstream
     if chosen is None:
         for candidate in ("main", "master"):
             if candidate != branch and git(ws, "rev-parse", "--verify", "-q", candidate):
@@ -208,7 +275,7 @@ def collect(workspace: str | os.PathLike[str], base: str | None = None) -> GitEv
     changed: tuple[str, ...] = ()
     if merge_base is not None:
         changed = _names(git(ws, "diff", "--name-only", merge_base))
-    untracked = _names(git(ws, "ls-files", "--others", "--exclude-standard"))
+    untracked = status.untracked
 
     diff = None
     against = requested_commit or head
@@ -230,10 +297,7 @@ def collect(workspace: str | os.PathLike[str], base: str | None = None) -> GitEv
             else hashlib.sha256(patch.encode("utf-8")).hexdigest(),
         )
 
-    status = git(ws, "status", "--porcelain")
-    remotes = (git(ws, "remote") or "").split()
-    remote_name = ("origin" if "origin" in remotes else remotes[0]) if remotes else None
-    remote_url = None if remote_name is None else _line(ws, "remote", "get-url", remote_name)
+    remote_name, remote_url = _remote(ws)
     if remote_url is not None:
         # Secrets never travel: ``https://user:TOKEN@host`` is scrubbed before anyone reads it.
         remote_url = scrub_url(remote_url)
@@ -251,7 +315,7 @@ def collect(workspace: str | os.PathLike[str], base: str | None = None) -> GitEv
         remote_url=remote_url,
         changed_files=changed,
         untracked_files=untracked,
-        dirty=None if status is None else bool(status),
+        dirty=status.dirty,
         diff=diff,
     )
 
