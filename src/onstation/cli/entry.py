@@ -1,8 +1,9 @@
 """The ``onstation`` console entry point.
 
-Hook and status-line calls run after every tool call and every assistant message, so they
-take a fast path that imports neither click nor the operator commands; everything else goes
-to the full command line in :mod:`onstation.cli.main`.
+Hook and status-line calls run after every tool call and every assistant message, and a
+running body's heartbeat (``lease renew``) every few seconds, so they take a fast path that
+imports neither click nor the operator commands; everything else goes to the full command
+line in :mod:`onstation.cli.main`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ def main() -> None:
         from onstation.cli.hooks import statusline_main
 
         sys.exit(statusline_main(argv[1:]))
+    if argv[:2] == ["lease", "renew"]:
+        # The heartbeat: a live body's renewal without click; anything else falls through.
+        from onstation.cli.fast_renew import try_renew
+
+        if try_renew(argv[2:]):
+            sys.exit(0)
     from onstation.cli.main import main as full_main
 
     full_main()
