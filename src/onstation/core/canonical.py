@@ -38,8 +38,61 @@ _DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 JsonValue = Any
 
 
+#: ``json.dumps`` writes exactly the JCS bytes for a value :func:`_fast_ok` accepts: no
+#: float (JCS writes numbers as ECMAScript does: ``1.0`` is ``1``, ``1e-07`` is ``1e-7``),
+#: only exact JSON types (no subclasses, no tuples), integers in the I-JSON range, and no
+#: object key above U+FFFF (JCS sorts keys by UTF-16 code units, Python by code points; the
+#: orders agree on the Basic Multilingual Plane). Its string escapes are JCS's (quote,
+#: backslash, the five short forms, lower-case \u00xx for other control characters, nothing
+#: else), and a lone surrogate fails the UTF-8 encoding. Several times faster than rfc8785.
+_FAST_ENCODE = json.JSONEncoder(
+    ensure_ascii=False, allow_nan=False, sort_keys=True, separators=(",", ":")
+).encode
+_FAST_SCALARS = (str, bool)
+
+
+def _fast_ok(value: JsonValue) -> bool:
+    """Exact JSON types, no float, ints in range, keys on the BMP, not near MAX_DEPTH."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        kind = type(node)
+        if kind is dict:
+            keys = "".join(node)  # TypeError for a non-string key: the caller falls back
+            if not keys.isascii() and max(keys) > "\uffff":
+                return False
+            items: Any = node.values()
+        elif kind is list:
+            items = node
+        elif kind in _FAST_SCALARS or node is None:
+            continue
+        elif kind is int:
+            if not -IJSON_MAX_INT <= node <= IJSON_MAX_INT:
+                return False
+            continue
+        else:
+            return False
+        if depth >= MAX_DEPTH - 1:
+            return False  # near the limit: the exact check decides
+        for item in items:
+            item_kind = type(item)
+            if item_kind is dict or item_kind is list:
+                stack.append((item, depth + 1))
+            elif item_kind is int:
+                if not -IJSON_MAX_INT <= item <= IJSON_MAX_INT:
+                    return False
+            elif item_kind not in _FAST_SCALARS and item is not None:
+                return False
+    return True
+
+
 def canonical_bytes(value: JsonValue) -> bytes:
     """The RFC 8785 canonical encoding of ``value``; raises :class:`BadInput` if it has none."""
+    try:
+        if _fast_ok(value):
+            return _FAST_ENCODE(value).encode("utf-8")
+    except (TypeError, ValueError):
+        pass  # a non-string key, a lone surrogate (UnicodeEncodeError): refused below
     _check_value(value, "$", 0)
     try:
         return rfc8785.dumps(value)

@@ -105,8 +105,42 @@ class Ledger(NodeRecords, LeaseRecords, EffectJournal, Governance):
             sql, params = self._q("events_after_limited"), (seq, limit)
         return self._read(lambda tx, _now: [_event_record(r) for r in tx.all(sql, params)])
 
+    def events_of(
+        self, node: str, *, after: int = 0, kind: str | None = None, limit: int = 1000
+    ) -> list[Event]:
+        """One node's events with a sequence number above ``after``, oldest first, at most
+        ``limit`` (only those of ``kind`` when given).
+
+        The way to follow one node as its history grows, reading only what is new: pass the
+        last ``seq`` seen (a reader that got ``limit`` events asks again from the last one).
+        The read is a range of the node's events after ``after``; with ``kind`` it also passes
+        over the node's events of other kinds in that range.
+        """
+        validate_name(node, "node")
+        if after < 0:
+            raise BadInput("--after: must be at least 0", field="after")
+        if limit < 1:
+            raise BadInput("--limit: must be at least 1", field="limit")
+        if kind is not None:
+            validate_free_text(kind, "kind", 256)
+
+        def body(tx: Tx, _now: int) -> list[Event]:
+            self._get_node(tx, node)
+            if kind is None:
+                rows = tx.all(self._q("events_of_node_after"), (node, after, limit))
+            else:
+                rows = tx.all(self._q("events_of_node_kind_after"), (node, after, kind, limit))
+            return [_event_record(r) for r in rows]
+
+        return self._read(body)
+
     def history(self, node: str | None = None, *, limit: int | None = None) -> list[Event]:
-        """The append-only event history (of one node, or all), oldest first."""
+        """The append-only event history (of one node, or all), oldest first.
+
+        With ``limit``, only the newest ``limit`` events: they alone are read (newest first,
+        through the primary key or the node's (node, seq) index) and returned oldest first,
+        so a poll of the tail costs the same however long the history has grown.
+        """
         if node is not None:
             validate_name(node, "node")
         if limit is not None and limit < 1:
@@ -115,11 +149,17 @@ class Ledger(NodeRecords, LeaseRecords, EffectJournal, Governance):
         def body(tx: Tx, _now: int) -> list[Event]:
             if node is not None:
                 self._get_node(tx, node)
-                rows = tx.all(self._q("events_of_node"), (node,))
-            else:
+                if limit is None:
+                    rows = tx.all(self._q("events_of_node"), (node,))
+                else:
+                    rows = tx.all(self._q("events_of_node_newest"), (node, limit))
+            elif limit is None:
                 rows = tx.all(self._q("events_all"))
-            events = [_event_record(r) for r in rows]
-            return events[-limit:] if limit else events
+            else:
+                rows = tx.all(self._q("events_newest"), (limit,))
+            if limit is not None:
+                rows.reverse()  # read newest first; returned oldest first
+            return [_event_record(r) for r in rows]
 
         return self._read(body)
 

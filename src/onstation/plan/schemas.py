@@ -1,9 +1,20 @@
 """The shipped JSON Schemas (draft 2020-12) and violations with stable rule ids.
 
-Validation uses ``jsonschema``'s ``Draft202012Validator`` with a local ``referencing``
-registry holding only the shipped schemas: a ``$ref`` to anything else fails instead of
-being fetched. A schema error takes the rule id of the nearest ``x-rule`` annotation on its
-schema path (the guards on ready verdicts), else ``OS-SCH-001`` (structure).
+Two validators, each built once per process with a registry holding only the shipped
+schemas (a ``$ref`` to anything else fails instead of being fetched):
+
+- ``jsonschema-rs`` (compiled, Rust) answers first, valid or not. A document it accepts has
+  no schema violations; that is the common case and costs well under a millisecond.
+- ``jsonschema``'s pure-Python ``Draft202012Validator`` is the source of every reported
+  violation: a document the compiled validator rejects (or cannot read) is validated again
+  here, so the violations, their pointers, rule ids and messages are the same with or
+  without the fast path. A schema error takes the rule id of the nearest ``x-rule``
+  annotation on its schema path (the guards on ready verdicts), else ``OS-SCH-001``.
+
+The compiled validator is consulted only for plain JSON values (``dict``, ``list``, ``str``,
+``int``, ``float``, ``bool``, ``None``; at most :data:`FAST_MAX_DEPTH` deep): it reads a
+tuple as an array and a ``Decimal`` as an integer where the pure-Python validator does not,
+and it recurses natively, so anything else takes the pure-Python path.
 """
 
 from __future__ import annotations
@@ -13,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import jsonschema_rs
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs shipped
 from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped]  # no stubs
 from referencing import Registry, Resource
@@ -27,6 +39,12 @@ SCHEMA_FILES = {
 }
 
 STRUCTURE_RULE = "OS-SCH-001"
+
+#: Ask the compiled validator first. Tests turn it off to compare both paths.
+FAST_PATH = True
+#: Deeper documents skip the compiled validator (its recursion is native); the canonical
+#: form refuses more than 64 levels anyway.
+FAST_MAX_DEPTH = 64
 
 
 @dataclass(frozen=True, order=True)
@@ -83,6 +101,62 @@ def validator(name: str) -> Draft202012Validator:
     return Draft202012Validator(root, registry=_registry())
 
 
+@functools.cache
+def _fast_registry() -> jsonschema_rs.Registry:
+    return jsonschema_rs.Registry([(schema(n)["$id"], schema(n)) for n in SCHEMA_FILES])
+
+
+@functools.cache
+def fast_validator(name: str) -> jsonschema_rs.Validator:
+    """The compiled (``jsonschema-rs``) validator for one of the shipped schemas.
+
+    Formats are annotations only, as in the pure-Python validator; ``offline`` refuses to
+    fetch a ``$ref`` the registry does not hold.
+    """
+    return jsonschema_rs.Draft202012Validator(
+        schema(name), registry=_fast_registry(), validate_formats=False, offline=True
+    )
+
+
+_SCALARS = (str, int, float, bool)
+
+
+def _plain_json(document: Any) -> bool:
+    """Whether ``document`` holds only exact JSON types, at most FAST_MAX_DEPTH deep."""
+    stack: list[tuple[Any, int]] = [(document, 0)]
+    while stack:
+        value, depth = stack.pop()
+        kind = type(value)
+        if kind is dict:
+            items: Iterable[Any] = value.values()
+        elif kind is list:
+            items = value
+        elif kind in _SCALARS or value is None:
+            continue
+        else:
+            return False
+        if depth >= FAST_MAX_DEPTH:
+            return False
+        for item in items:
+            item_kind = type(item)
+            if item_kind is dict or item_kind is list:
+                stack.append((item, depth + 1))
+            elif item_kind not in _SCALARS and item is not None:
+                return False
+    return True
+
+
+def fast_accepts(name: str, instance: Any) -> bool:
+    """True only when the compiled validator accepts ``instance`` (False: ask the other)."""
+    if not _plain_json(instance):
+        return False
+    try:
+        return bool(fast_validator(name).is_valid(instance))
+    except (ValueError, TypeError, OverflowError):
+        # A value it cannot convert (e.g. a non-string key): the pure-Python path decides.
+        return False
+
+
 def _rule_for(root: dict[str, Any], error: ValidationError) -> str:
     node: Any = root
     rule = STRUCTURE_RULE
@@ -106,7 +180,13 @@ def _message(error: ValidationError) -> str:
 
 
 def schema_violations(name: str, instance: Any, base: str = "") -> list[Violation]:
-    """Every schema error of ``instance`` against schema ``name``, sorted by pointer."""
+    """Every schema error of ``instance`` against schema ``name``, sorted by pointer.
+
+    A document the compiled validator accepts has none; any other is read by the pure-Python
+    validator, which names each violation.
+    """
+    if FAST_PATH and fast_accepts(name, instance):
+        return []
     root = schema(name)
     found = {
         Violation(
