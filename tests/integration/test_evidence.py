@@ -477,3 +477,33 @@ def test_one_status_call_reads_branch_head_upstream_and_changes(repo: Path, tmp_
     assert (unborn.repository, unborn.branch, unborn.head, unborn.tree) == (True, "trunk", None,
                                                                           None)  # fmt: skip
     assert unborn.dirty is False
+
+
+def test_one_diff_call_gives_what_three_gave(repo: Path) -> None:
+    """The work tree's stat, name-status and patch come from one `git diff --raw --stat -p`
+    (issue 14); each part is byte for byte what git prints for it alone, so the patch digest
+    of a capsule is unchanged."""
+    from onstation.harness.evidence import _work_diff
+
+    head = sh(repo, "rev-parse", "HEAD")
+    (repo / "a.txt").write_text("one\n\ntwo\n")  # a blank line inside the patch
+    (repo / "bin.dat").write_bytes(bytes(range(256)) * 4)
+    (repo / "naïve name.txt").write_text("x\n")
+    commit(repo, "gone.txt", "bye\n")
+    base = sh(repo, "rev-parse", "HEAD")
+    (repo / "gone.txt").unlink()
+    sh(repo, "add", "-A")
+    (repo / "a.txt").chmod(0o755)
+    for against in (head, base):
+        stat, files, patch = _work_diff(str(repo), against)
+        alone = [git(repo, "diff", *args, against, strip=False) for args in (
+            ("--stat",), ("--name-status", "--no-renames"), ("--binary",))]  # fmt: skip
+        assert stat == alone[0]
+        assert [f"{f.status}\t{f.path}" for f in files] == (alone[1] or "").splitlines()
+        assert patch == alone[2]
+        assert hashlib.sha256((patch or "").encode()).hexdigest() == hashlib.sha256(
+            (alone[2] or "").encode()).hexdigest()  # fmt: skip
+    assert _work_diff(str(repo), sh(repo, "rev-parse", "HEAD"))[1]  # staged deletion shows
+    clean = repo.parent / "clean"
+    sh(repo.parent, "clone", "-q", str(repo), str(clean))
+    assert _work_diff(str(clean), "HEAD") == ("", [], "")

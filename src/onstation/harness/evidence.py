@@ -238,6 +238,33 @@ def _remote(ws: str) -> tuple[str | None, str | None]:
     return name, urls[name]
 
 
+def _work_diff(ws: str, against: str) -> tuple[str | None, list[DiffEntry], str | None]:
+    """(stat, files with their status, patch) of the work tree against ``against``, from one
+    ``git diff --raw --stat -p`` (it writes the raw lines, then the stat and a blank line,
+    then the patch: each part byte for byte what ``--name-status``, ``--stat`` and ``-p``
+    print alone; tests/integration/test_evidence.py compares them). None for a part git
+    could not give."""
+    out = git(ws, "diff", "--no-renames", "--binary", "--raw", "--stat", "-p", against,
+              strip=False)  # fmt: skip
+    if out is None:
+        return None, [], None
+    files: list[DiffEntry] = []
+    lines = out.splitlines(keepends=True)
+    i = 0
+    while i < len(lines) and lines[i].startswith(":"):
+        meta, _, path = lines[i].rstrip("\n").partition("\t")
+        change = meta.split(" ")[-1] if meta else ""
+        if path and change:
+            files.append(DiffEntry(path=path, status=change))
+        i += 1
+    stat_start = i
+    while i < len(lines) and lines[i] != "\n":
+        i += 1
+    stat = "".join(lines[stat_start:i])
+    patch = "".join(lines[i + 1 :]) if i < len(lines) else ""
+    return stat, files, patch
+
+
 def collect(workspace: str | os.PathLike[str], base: str | None = None) -> GitEvidence:
     """Everything git can say, read-only, about ``workspace`` (see
     :class:`~onstation.plan.evidence.GitEvidence` for what each field means).
@@ -280,14 +307,7 @@ def collect(workspace: str | os.PathLike[str], base: str | None = None) -> GitEv
     diff = None
     against = requested_commit or head
     if against is not None:
-        stat = git(ws, "diff", "--stat", against, strip=False)
-        names = git(ws, "diff", "--name-status", "--no-renames", against, strip=False)
-        patch = git(ws, "diff", "--binary", against, strip=False)
-        files = []
-        for entry in (names or "").splitlines():
-            change, _, path = entry.partition("\t")
-            if path:
-                files.append(DiffEntry(path=path, status=change))
+        stat, files, patch = _work_diff(ws, against)
         diff = WorkTreeDiff(
             against=against,
             stat=stat,
