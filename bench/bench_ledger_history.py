@@ -4,13 +4,15 @@ A ledger lives for months: every hook call, fence and effect adds history rows, 
 lead polls the history on every loop. What must not happen is an operation whose cost grows
 with that past. For each history size (1k, 10k, 100k, 1M event rows) a freshly migrated
 ledger is filled in bulk with plain SQL in one transaction: the events spread over 100 nodes
-(one event in ten on a busy node, whose tail is read), and per 1,000 events one past
+(one event in ten on a busy node, whose tail is read; one in ten of the first half on a node
+quiet since), and per 1,000 events one past
 generation of every node, with its fenced lease and five revoked grants (so at 1M rows each
 node has 1,000 past generations and 5,000 revoked grants), a committed effect per 10 events,
 and each node's current generation with a live lease and three live grants. Then, through
 the library, the time per call of:
 
-- ``history(node, limit=50)`` and ``history(limit=50)`` (what a poll of the tail reads);
+- ``history(node, limit=50)`` of the busy node and of the quiet one, and
+  ``history(limit=50)`` (what a poll of the tail reads);
 - fence (compare-and-swap, revoking the live lease and the generation's live grant) + admit
   (``acquire_lease``) of the new generation: one round trip;
 - ``live_grants(node, generation)`` (every PreToolUse of a body holding grants);
@@ -58,11 +60,14 @@ BUDGET = 30.0  # seconds of rounds per backend, once MIN_ROUNDS are done
 FLAT = 1.5
 WARM_UP = 3  # rounds before the timed ones: caches filled, statements prepared
 
-# The measured nodes: one is fenced, granted and given effects; another is only read.
-WORKED, READ = "n0", "n7"
+# The measured nodes: one is fenced, granted and given effects; one is busy and read; one
+# was as busy in the first half of the history and has been quiet since (its tail is the
+# case a planner misjudges when it picks a scan by sequence number for a frequent node).
+WORKED, READ, QUIET = "n0", "n7", "n9"
 
 OPERATIONS = (
     f"history(node, limit={LIMIT})",
+    f"history(quiet, limit={LIMIT})",
     f"history(limit={LIMIT})",
     "fence + admit",
     "live_grants(node, gen)",
@@ -95,7 +100,10 @@ def _fill_statements(size: int, now: int, postgres: bool) -> list[tuple[str, tup
     node = f"'n' || (i % {NODES})"
     # One node in ten events is the read node's (a busy one): it has at least LIMIT events at
     # every size, so its tail is the same amount of work at 1k rows as at 1M.
-    event_node = f"CASE WHEN i % 10 = 0 THEN '{READ}' ELSE {node} END"
+    event_node = (
+        f"CASE WHEN i % 10 = 0 THEN '{READ}' WHEN i % 10 = 5 AND i < {size // 2} THEN "
+        f"'{QUIET}' ELSE {node} END"
+    )
     statements: list[tuple[str, tuple[Any, ...]]] = []
 
     def add(head: str, count: int, select: str) -> None:
@@ -202,12 +210,13 @@ class _Subject:
         ledger, n = self.ledger, self.round
         self.round += 1
         self._timed(OPERATIONS[0], lambda: ledger.history(READ, limit=LIMIT))
-        self._timed(OPERATIONS[1], lambda: ledger.history(limit=LIMIT))
-        self.generation = gen = self._timed(OPERATIONS[2], self._fence_admit)
-        self._timed(OPERATIONS[4], lambda: ledger.issue_grant(
+        self._timed(OPERATIONS[1], lambda: ledger.history(QUIET, limit=LIMIT))
+        self._timed(OPERATIONS[2], lambda: ledger.history(limit=LIMIT))
+        self.generation = gen = self._timed(OPERATIONS[3], self._fence_admit)
+        self._timed(OPERATIONS[5], lambda: ledger.issue_grant(
             WORKED, generation=gen, capability=f"tool.bash.{n}"))  # fmt: skip
-        self._timed(OPERATIONS[3], lambda: ledger.live_grants(WORKED, gen))
-        self._timed(OPERATIONS[5], lambda: ledger.intend_effect(
+        self._timed(OPERATIONS[4], lambda: ledger.live_grants(WORKED, gen))
+        self._timed(OPERATIONS[6], lambda: ledger.intend_effect(
             WORKED, generation=gen, operation="git.push", destination=f"origin/bench-{n}",
             arguments={"round": n}))  # fmt: skip
 

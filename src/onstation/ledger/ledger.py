@@ -127,9 +127,11 @@ class Ledger(NodeRecords, LeaseRecords, EffectJournal, Governance):
         def body(tx: Tx, _now: int) -> list[Event]:
             self._get_node(tx, node)
             if kind is None:
-                rows = tx.all(self._q("events_of_node_after"), (node, after, limit))
+                rows = tx.all(self._q("events_of_node_after"), (node, after, node, limit))
             else:
-                rows = tx.all(self._q("events_of_node_kind_after"), (node, after, kind, limit))
+                rows = tx.all(
+                    self._q("events_of_node_kind_after"), (node, after, node, kind, limit)
+                )
             return [_event_record(r) for r in rows]
 
         return self._read(body)
@@ -152,7 +154,7 @@ class Ledger(NodeRecords, LeaseRecords, EffectJournal, Governance):
                 if limit is None:
                     rows = tx.all(self._q("events_of_node"), (node,))
                 else:
-                    rows = tx.all(self._q("events_of_node_newest"), (node, limit))
+                    rows = tx.all(self._q("events_of_node_newest"), (node, node, limit))
             elif limit is None:
                 rows = tx.all(self._q("events_all"))
             else:
