@@ -201,7 +201,7 @@ def build_payload(
     leases = ledger.leases(node)
     if generation is None:
         generation = max((lease.generation for lease in leases), default=current.generation)
-    events = ledger.history(node)
+    events = ledger.history(node, limit=1)  # the newest event alone: its sequence number
     sequence = events[-1].seq if events else 0
     runs = [r for r in ledger.runs(node) if r.generation == generation]
     episodes = [e for e in ledger.episodes(node) if e.state == "OPEN"]

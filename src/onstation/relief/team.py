@@ -51,23 +51,46 @@ def team_rows(ledger: Ledger, nodes: list[str] | None = None) -> list[dict[str, 
     return rows
 
 
-def _due(ledger: Ledger, node: str, handled: set[tuple[str, int]]) -> tuple[str, bool] | None:
+class _TierWatch:
+    """The newest supervised Red or Critical hull tier of each (node, generation), kept from
+    the history as it grows: each poll reads only the events since the last one (the whole
+    history per node and poll grew with it)."""
+
+    def __init__(self) -> None:
+        self.cursor: dict[str, int] = {}
+        self.newest: dict[tuple[str, int], Any] = {}
+
+    def alarm(self, ledger: Ledger, node: str, generation: int) -> Any:
+        after = self.cursor.get(node, 0)
+        # Every new event, not only hull.tier ones: the cursor then moves past whatever
+        # happened (a kind filter would rescan everything since the last tier each poll).
+        while page := ledger.events_of(node, after=after, limit=1000):
+            for event in page:
+                if (
+                    event.kind == "hull.tier"
+                    and event.generation is not None
+                    and event.detail.get("tier") in ("red", "critical")
+                    # A body that relieves itself (not supervised) is left to do so; the
+                    # lead acts when it is told (respawn_triggered) or for a supervised body.
+                    and event.detail.get("supervised", True)
+                ):
+                    self.newest[(node, event.generation)] = event
+            after = page[-1].seq
+        self.cursor[node] = after
+        return self.newest.get((node, generation))
+
+
+def _due(
+    ledger: Ledger, node: str, handled: set[tuple[str, int]], watch: _TierWatch
+) -> tuple[str, bool] | None:
     """(cause, emergency) when ``node`` needs a relief for its hull tier now."""
     current = ledger.get_node(node).generation
     if (node, current) in handled:
         return None
-    for event in reversed(ledger.history(node)):
-        if event.generation != current:
-            continue
-        if (
-            event.kind == "hull.tier"
-            and event.detail.get("tier") in ("red", "critical")
-            and event.detail.get("supervised", True)
-        ):
-            # A body that relieves itself (not supervised) is left to do so; the lead acts
-            # when it is told (respawn_triggered) or at the watch of a supervised body.
-            return f"hull integrity {event.detail['tier']}", event.detail["tier"] == "critical"
-    return None
+    event = watch.alarm(ledger, node, current)
+    if event is None:
+        return None
+    return f"hull integrity {event.detail['tier']}", event.detail["tier"] == "critical"
 
 
 def _dead(ledger: Ledger, node: str, handled: set[tuple[str, int]], witnesses: Any) -> str | None:
@@ -122,6 +145,7 @@ def supervise(
     actions: list[str] = []
     waits = (brief_wait, challenge_wait, shutdown_wait)
     handled: set[tuple[str, int]] = set()
+    watch = _TierWatch()  # the hull tiers seen so far, read incrementally
     started = time.monotonic()
     records = HarnessLedger(ledger)
 
@@ -161,7 +185,7 @@ def supervise(
                 say(actions[-1])
                 relieve(node, f"body lost ({incident})", True, incident, "relief")
                 continue
-            due = _due(ledger, node, handled)
+            due = _due(ledger, node, handled, watch)
             if due is None:
                 continue
             cause, emergency = due
