@@ -42,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import signal
 import subprocess
 from collections.abc import Mapping
@@ -340,6 +341,8 @@ def collect(workspace: str | os.PathLike[str], base: str | None = None) -> GitEv
     )
 
 
+#: A full commit id (SHA-1 or SHA-256 object format).
+_FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 #: The most commits :func:`commits_since` lists (the newest), and a subject's longest form.
 MAX_COMMITS = 30
 MAX_SUBJECT = 160
@@ -386,12 +389,18 @@ def commits_since(
     ``limit`` (read-only, bounded like every call of :func:`git`); None when ``base`` names
     no commit or git cannot answer."""
     ws = str(workspace)
-    resolved = commit_of(ws, base)
-    if resolved is None or limit < 1:
+    if limit < 1:
+        return None
+    # A full commit id is used as it is (git log refuses it if its object is gone); anything
+    # else is resolved first, never passed on as an option.
+    resolved = base if _FULL_ID.fullmatch(base) else commit_of(ws, base)
+    if resolved is None:
         return None
     span = f"{resolved}..HEAD"
+    # One more than the limit tells whether the log was cut; only then is the total counted.
     out = git(ws, "log", "--no-show-signature", "--no-decorate", "--no-color",
-              f"--max-count={limit}", "--format=%H %s", span, "--", strip=False)  # fmt: skip
+              f"--max-count={limit + 1}", "--format=%H %s", f"{resolved}^{{commit}}..HEAD",
+              "--", strip=False)  # fmt: skip
     if out is None:
         return None
     commits = []
@@ -399,6 +408,8 @@ def commits_since(
         commit, _, subject = line.partition(" ")
         if commit:
             commits.append(Commit(commit=commit, subject=_subject(subject)))
-    count = git(ws, "rev-list", "--count", span, "--")
-    total = int(count) if count is not None and count.isdigit() else None
-    return CommitLog(base=resolved, commits=tuple(commits), total=total)
+    total: int | None = len(commits)
+    if len(commits) > limit:
+        count = git(ws, "rev-list", "--count", span, "--")
+        total = int(count) if count is not None and count.isdigit() else None
+    return CommitLog(base=resolved, commits=tuple(commits[:limit]), total=total)
