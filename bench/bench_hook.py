@@ -1,11 +1,14 @@
-"""Whole-process time of one hook call on a 200 MB transcript.
+"""Whole-process time of every hook event, the status line and the heartbeat.
 
-A Claude Code hook runs after every tool call, as a new process. This measures the
-installed ``onstation hook claude-code EVENT`` command end to end (interpreter start-up,
-imports, the ledger, the incremental transcript read) against two baselines in the same
-run: the interpreter's own start-up (``python -c pass`` with the same interpreter) and a
-single ``tail -c 65536`` of the transcript. Target: the median PostToolUse call at most 3x
-``python -c pass``.
+A Claude Code hook runs as a new process at every event (after every tool call, before it,
+at every prompt and stop), the status line after every assistant message, and a running
+body's heartbeat (``onstation lease renew``) every few seconds. This measures each installed
+command end to end (interpreter start-up, imports, the ledger, the incremental read of a
+200 MB transcript) against two baselines in the same run: the interpreter's own start-up
+(``python -c pass`` with the same interpreter) and a single ``tail -c 65536`` of the
+transcript. Each is printed with its ratio to ``python -c pass`` and the issue 14 target
+(every hook event and the status line at most 1.5x; the heartbeat and ordinary commands at
+most 3x); the run never fails on a target, it says MEETS or MISSES.
 
 Bytecode is compiled first (``compileall``), as a normal install has it; this machine sets
 PYTHONDONTWRITEBYTECODE, which would otherwise make every run recompile the package.
@@ -28,7 +31,9 @@ from pathlib import Path
 import onstation
 
 RUNS = 25
-TARGET = 3.0
+#: Issue 14's targets, as multiples of ``python -c pass``.
+HOOK_TARGET = 1.5
+COMMAND_TARGET = 3.0
 
 
 def _assistant(turn: int, tokens: int) -> str:
@@ -91,33 +96,66 @@ def main() -> None:
         cold = _time([*hook, "PostToolUse"], env=env,
                      stdin=payload("PostToolUse", tool_name="Read", tool_input={},
                                    tool_use_id="t0"))  # fmt: skip
-        python_pass, tail, post, pre = [], [], [], []
+        status = json.dumps({
+            "session_id": "bench-session", "cwd": str(project), "transcript_path": str(transcript),
+            "model": {"id": "claude-sonnet-4-5", "display_name": "Sonnet"},
+            "context_window": {"context_window_size": 200000, "used_percentage": 10.0},
+        })  # fmt: skip
+        # The heartbeat is a launched body's (the fake agent's, a stub's), not a hook-driven
+        # session's: measured on a body of its own, so that its one-hour lease never cuts
+        # short the session lease the hooks keep (which would send every hook to renew it).
+        for argv in (["node", "register", "beat"], ["lease", "acquire", "beat", "--holder",
+                                                    "bench heartbeat"]):  # fmt: skip
+            subprocess.run([onstation_bin, *argv], env=env, check=True, capture_output=True)
+        calls: dict[str, tuple[list[str], str]] = {
+            "hook PostToolUse (Read)": ([*hook, "PostToolUse"], ""),
+            "hook PreToolUse (Edit)": ([*hook, "PreToolUse"], ""),
+            "hook PreToolUse (Bash ls)": ([*hook, "PreToolUse"], ""),
+            "hook UserPromptSubmit": ([*hook, "UserPromptSubmit"], ""),
+            "hook Stop": ([*hook, "Stop"], ""),
+            "statusline": ([onstation_bin, "statusline"], status),
+            "lease renew (heartbeat)": ([onstation_bin, "lease", "renew", "beat",
+                                        "--generation", "1"], ""),
+        }  # fmt: skip
+        timings: dict[str, list[float]] = {name: [] for name in calls}
+        python_pass, tail = [], []
         for turn in range(1, RUNS + 1):
             python_pass.append(_time([sys.executable, "-c", "pass"], env=env))
             tail.append(_time(["tail", "-c", "65536", str(transcript)], env=env))
             with transcript.open("a") as fh:
                 fh.write(_assistant(turn, 20_000 + turn * 10))
-            post.append(_time([*hook, "PostToolUse"], env=env,
-                              stdin=payload("PostToolUse", tool_name="Read", tool_input={},
-                                            tool_use_id=f"t{turn}")))  # fmt: skip
-            pre.append(_time([*hook, "PreToolUse"], env=env,
-                             stdin=payload("PreToolUse", tool_name="Edit", tool_input={},
-                                           tool_use_id=f"p{turn}")))  # fmt: skip
+            stdins = {
+                "hook PostToolUse (Read)": payload("PostToolUse", tool_name="Read",
+                                                   tool_input={}, tool_use_id=f"t{turn}"),
+                "hook PreToolUse (Edit)": payload("PreToolUse", tool_name="Edit", tool_input={},
+                                                  tool_use_id=f"p{turn}"),
+                "hook PreToolUse (Bash ls)": payload("PreToolUse", tool_name="Bash",
+                                                     tool_input={"command": "ls"},
+                                                     tool_use_id=f"b{turn}"),
+                "hook UserPromptSubmit": payload("UserPromptSubmit", prompt="go on"),
+                "hook Stop": payload("Stop", stop_hook_active=False),
+            }  # fmt: skip
+            for name, (argv, fixed) in calls.items():
+                timings[name].append(_time(argv, env=env, stdin=stdins.get(name, fixed)))
+        ended = _time([*hook, "SessionEnd"], env=env,
+                      stdin=payload("SessionEnd", reason="other"))  # fmt: skip
+        help_times = [_time([onstation_bin, "--help"], env=env) for _ in range(5)]
     base = statistics.median(python_pass)
-    rows = [
-        ("python -c pass (baseline)", base),
-        ("tail -c 65536 transcript", statistics.median(tail)),
-        ("hook PostToolUse (steady)", statistics.median(post)),
-        ("hook PreToolUse (Edit)", statistics.median(pre)),
-    ]
-    print(f"one hook call, whole process, {megabytes} MB transcript, median of {RUNS}")
-    for label, value in rows:
-        print(f"  {label:<28} {value * 1000:7.1f} ms   {value / base:5.2f}x python -c pass")
-    print(f"  first SessionStart (admits the body)  {first * 1000:7.1f} ms")
-    print(f"  first PostToolUse (tail read, tier recorded)  {cold * 1000:7.1f} ms")
-    ratio = statistics.median(post) / base
-    verdict = "meets" if ratio <= TARGET else "MISSES"
-    print(f"  PostToolUse {ratio:.2f}x python -c pass: {verdict} target {TARGET:.0f}x")
+    print(f"one call, whole process, {megabytes} MB transcript, median of {RUNS}")
+    print(f"  {'python -c pass (baseline)':<28} {base * 1000:7.1f} ms    1.00x python -c pass")
+    print(f"  {'tail -c 65536 transcript':<28} {statistics.median(tail) * 1000:7.1f} ms   "
+          f"{statistics.median(tail) / base:5.2f}x")  # fmt: skip
+    rows = [(name, statistics.median(values)) for name, values in timings.items()]
+    rows += [("hook SessionStart (first, admits)", first), ("hook SessionEnd (once)", ended),
+             ("hook PostToolUse (first, tail read)", cold),
+             ("onstation --help", statistics.median(help_times))]  # fmt: skip
+    for name, value in rows:
+        target = COMMAND_TARGET if name in ("lease renew (heartbeat)", "onstation --help") else (
+            HOOK_TARGET)  # fmt: skip
+        ratio = value / base
+        verdict = "meets" if ratio <= target else "MISSES"
+        print(f"  {name:<36} {value * 1000:7.1f} ms  {ratio:5.2f}x python -c pass  "
+              f"({verdict} target {target:g}x)")  # fmt: skip
 
 
 if __name__ == "__main__":

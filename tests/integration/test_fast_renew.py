@@ -96,3 +96,37 @@ def test_an_expired_lease_is_not_renewed_there(tmp_path: Path) -> None:
     assert done.returncode == 3
     with Ledger.open(path) as ledger:
         assert [d.reason for d in ledger.denials("n1")] == ["lease expired"]
+
+
+def test_the_hook_fast_path_renews_a_session_lease_running_low(tmp_path: Path) -> None:
+    """A body whose hooks run and that also heartbeats with a short lease (the fake agent, a
+    launched successor's stub) had every hook call sent to the full path only to renew its
+    session lease (issue 14, found by bench_hook); the fast path renews it, as the full path
+    would, and answers."""
+    import json
+
+    from onstation.harness.adapters import HookCall
+    from onstation.ledger.bodies import SESSION_LEASE_TTL
+    from onstation.relief import hooks, hotpath
+
+    assert timedelta(microseconds=hotpath._SESSION_LEASE_TTL_US) == SESSION_LEASE_TTL
+    assert timedelta(microseconds=hotpath._RENEW_WHEN_LEFT_US) == hooks.RENEW_WHEN_LEFT
+    path = str(tmp_path / "ledger.db")
+    project = tmp_path / "app"
+    (project / ".onstation").mkdir(parents=True)
+    (project / ".onstation" / "config.json").write_text(json.dumps({"node": "n1"}))
+    with Ledger.open(path) as ledger:
+        ledger.register_node("n1")
+        runner = hooks.HookRunner(ledger, "claude-code", hooks.WorkspaceConfig(node="n1"))
+        runner.handle(HookCall.from_payload("claude-code", "SessionStart", {
+            "session_id": "s1", "cwd": str(project), "hook_event_name": "SessionStart",
+            "source": "startup"}))  # fmt: skip
+        ledger.renew_lease("n1", generation=1, ttl=timedelta(seconds=30))  # a heartbeat
+    call = HookCall.from_payload("claude-code", "PreToolUse", {
+        "session_id": "s1", "cwd": str(project), "hook_event_name": "PreToolUse",
+        "tool_name": "Read", "tool_input": {"file_path": "x"}, "tool_use_id": "t1"})  # fmt: skip
+    assert hotpath.try_fast(call, path) is None  # answered there
+    with Ledger.open(path) as ledger:
+        live = ledger.live_lease("n1")
+        assert live is not None
+        assert live.expires_at - ledger.now() > timedelta(hours=11)

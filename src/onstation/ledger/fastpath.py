@@ -31,7 +31,7 @@ SESSION_CURSOR = (
 #: Everything the fast path re-checks inside its write transaction.
 SESSION_STATE = (
     "SELECT s.node, s.generation, s.state, s.harness, n.generation, l.state, "
-    "l.expires_at, t.tier FROM body_session s "
+    "l.expires_at, t.tier, l.lease_id FROM body_session s "
     "JOIN agent_node n ON n.name = s.node "
     "LEFT JOIN body_lease l ON l.lease_id = s.lease_id "
     "LEFT JOIN telemetry t ON t.session_id = s.session_id "
@@ -62,6 +62,9 @@ UPDATE_TELEMETRY = (
 )
 
 UPDATE_CURSOR = "UPDATE body_session SET telemetry_cursor = ? WHERE session_id = ?"
+
+#: Extend the session's lease (as ``lease_renew`` in queries/leases.sql).
+RENEW_LEASE = "UPDATE body_lease SET renewed_at = ?, expires_at = ? WHERE lease_id = ?"
 
 #: The capabilities a generation holds now (relief/grants.py); none: it is not restricted.
 LIVE_GRANTS = (

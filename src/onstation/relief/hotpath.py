@@ -39,6 +39,9 @@ _INERT_TOOLS = frozenset(
 
 #: Renew a session lease when less than this is left (microseconds; mirrors the full path).
 _RENEW_WHEN_LEFT_US = 6 * 3600 * 1_000_000
+#: The lease a session's hooks renew to (``ledger.bodies.SESSION_LEASE_TTL``; checked equal
+#: by a test).
+_SESSION_LEASE_TTL_US = 12 * 3600 * 1_000_000
 
 NOT_HANDLED = object()
 
@@ -188,7 +191,7 @@ def _answer(
             or row[3] != call.harness
             or row[1] != row[4]
             or row[5] != "LIVE"
-            or row[6] - now < _RENEW_WHEN_LEFT_US
+            or row[6] <= now
             or queries.workspace_node(conn, cwd) not in (None, row[0])
         ):
             conn.execute("ROLLBACK")
@@ -232,6 +235,11 @@ def _answer(
             )  # fmt: skip
         if cursor_json is not None:
             conn.execute(queries.UPDATE_CURSOR, (cursor_json, session_id))
+        if row[6] - now < _RENEW_WHEN_LEFT_US:
+            # Renewed here as the full path renews it (admitted, current, live, unexpired:
+            # checked above): a body that also heartbeats with a short lease would otherwise
+            # send every hook call to the full path just to renew.
+            conn.execute(queries.RENEW_LEASE, (now, now + _SESSION_LEASE_TTL_US, row[8]))
         if outcome is not None:  # the body is admitted and current: checked above
             conn.execute(queries.INSERT_TOOL_OUTCOME, (row[0], row[1], session_id, *outcome, now))
         conn.execute("COMMIT")
