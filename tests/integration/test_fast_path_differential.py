@@ -141,6 +141,8 @@ SEQUENCES: dict[str, list[tuple[str, Any]]] = {
         ("PreToolUse", _read(1)), ("PostToolUse", {**_read(1), "tool_response": {}}),
         ("turn", 24_000), ("UserPromptSubmit", {"prompt": "go on"}),
         ("PreToolUse", _read(2)), ("PostToolUse", {**_read(2), "tool_response": {}}),
+        ("Stop", {"stop_hook_active": False}), ("UserPromptSubmit", {"prompt": "more"}),
+        ("Stop", {"stop_hook_active": False}),
     ],
     "fill rising through the tiers": [
         ("SessionStart", {"source": "startup"}), ("turn", 30_000),

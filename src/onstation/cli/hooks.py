@@ -318,8 +318,9 @@ def _run(
         try:
             from onstation.relief.hotpath import NOT_HANDLED, try_fast
 
-            if try_fast(call, db, deadline) is not NOT_HANDLED:
-                return None, [], 0
+            answered = try_fast(call, db, deadline)
+            if answered is not NOT_HANDLED:
+                return answered if isinstance(answered, dict) else None, [], 0
         except Exception as exc:
             notes.append(f"hook fast path skipped: {getattr(exc, 'message', None) or exc}")
     try:

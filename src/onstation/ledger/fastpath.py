@@ -63,6 +63,13 @@ UPDATE_TELEMETRY = (
 
 UPDATE_CURSOR = "UPDATE body_session SET telemetry_cursor = ? WHERE session_id = ?"
 
+#: A row when a Stop may have to be blocked: relief was requested of the session and its Stop
+#: has not been blocked yet (relief/hooks.py ``on_stop`` decides it, on the full path).
+STOP_MAY_BLOCK = (
+    "SELECT 1 FROM body_session WHERE session_id = ? AND relief_requested_at IS NOT NULL "
+    "AND stop_blocked_at IS NULL"
+)
+
 #: Extend the session's lease (as ``lease_renew`` in queries/leases.sql).
 RENEW_LEASE = "UPDATE body_lease SET renewed_at = ?, expires_at = ? WHERE lease_id = ?"
 

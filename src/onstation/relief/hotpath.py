@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from onstation.harness.adapters import HookCall
 
 #: Events the fast path may answer; every other event takes the full path.
-FAST_EVENTS = frozenset({"PreToolUse", "PostToolUse", "UserPromptSubmit"})
+FAST_EVENTS = frozenset({"PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop"})
 
 #: Tools that never cause an effect in the world by themselves.
 _INERT_TOOLS = frozenset(
@@ -115,7 +115,8 @@ def raw_config(start: str) -> dict[str, Any] | None:
 
 
 def try_fast(call: HookCall, db: str | None, deadline: float | None = None) -> object:
-    """Answer the call here (returns None: nothing to print) or return NOT_HANDLED.
+    """Answer the call here (returns what to print: None for nothing, or the JSON object a
+    host requires even when nothing is decided) or return NOT_HANDLED.
 
     ``deadline`` (``time.monotonic()``) bounds the effect classification of a PreToolUse.
     """
@@ -160,7 +161,7 @@ def _answer(
     row = conn.execute(queries.SESSION_CURSOR, (session_id,)).fetchone()
     if row is None:
         if not config.get("node") and queries.workspace_node(conn, cwd) is None:
-            return None  # an unmanaged workspace: nothing to record, nothing to say
+            return _quiet(call)  # an unmanaged workspace: nothing to record, nothing to say
         return NOT_HANDLED
     if event == "PreToolUse":
         # A fenced or refused body is the full path's to deny, before any classification:
@@ -170,7 +171,7 @@ def _answer(
             return NOT_HANDLED
         if _effect_capable(call, config, deadline) is not False:
             return NOT_HANDLED
-    else:
+    elif event != "Stop":  # a Stop reads no telemetry (as on the full path)
         reading, cursor_json, settled = _read_transcript(call, row[0], row[4])
         if not settled:
             return NOT_HANDLED  # a compaction, a new window or a rejected reading: recorded there
@@ -204,6 +205,9 @@ def _answer(
         if event == "PreToolUse" and not _granted(conn, row[0], row[1], call.tool_name):
             conn.execute("ROLLBACK")
             return NOT_HANDLED  # outside the generation's grants: the full path denies it
+        if event == "Stop" and conn.execute(queries.STOP_MAY_BLOCK, (session_id,)).fetchone():
+            conn.execute("ROLLBACK")
+            return NOT_HANDLED  # relief requested, not yet blocked once: the full path decides
         journaled = None
         if event == "PostToolUse" and call.tool_use_id is not None:
             # The result of a journaled effect is recorded by the full path.
@@ -247,7 +251,13 @@ def _answer(
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-    return None
+    return _quiet(call)
+
+
+def _quiet(call: HookCall) -> dict[str, Any] | None:
+    """What the host must read when nothing is decided: silence, or (Codex, for Stop) the
+    JSON it requires, as the full path's ``_no_decision`` gives it."""
+    return adapter(call.harness).no_decision(call.event)
 
 
 def _granted(conn: sqlite3.Connection, node: str, generation: int, tool: str | None) -> bool:
