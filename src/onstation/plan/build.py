@@ -16,7 +16,6 @@ Git is not run here: the caller collects a :class:`~onstation.plan.evidence.GitE
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -26,6 +25,7 @@ from onstation.core.canonical import digest
 from onstation.core.effects import EffectState
 from onstation.core.errors import BadInput
 from onstation.core.redact import count_markers, describe, redact, redact_tree, scrub_url
+from onstation.core.secret_shapes import INVISIBLE
 from onstation.ledger import Ledger
 from onstation.plan.capsule import unsealed
 from onstation.plan.evidence import GitEvidence
@@ -56,8 +56,6 @@ AGENT_PARTS = frozenset(
     }
 )
 _SUBJECT_PARTS = frozenset({"principal", "workIntent", "planRevision", "episode"})
-# Zero-width, bidirectional controls and other format characters hide text from a reader.
-_INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
 
 
 @dataclass
@@ -170,7 +168,7 @@ def bounded_tail(entries: list[Any]) -> tuple[list[dict[str, str]], bool]:
     for entry in entries[-MAX_TAIL:]:
         if not isinstance(entry, dict) or set(entry) != {"role", "text"}:
             raise BadInput("--facts: transcript.tail entries must be {role, text}")
-        text = unicodedata.normalize("NFC", _INVISIBLE.sub("", str(entry["text"])))
+        text = unicodedata.normalize("NFC", INVISIBLE.sub("", str(entry["text"])))
         text = redact(text).text
         clean.append({"role": str(entry["role"]), "text": text[:MAX_TAIL_TEXT]})
     return clean, len(entries) > MAX_TAIL

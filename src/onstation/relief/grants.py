@@ -10,14 +10,13 @@ rules are the only ones. A fence revokes a generation's grants in its own transa
 
 from __future__ import annotations
 
-import contextlib
 import re
-from collections.abc import Collection
-from typing import TYPE_CHECKING, Any
 
-from onstation.core.errors import Conflict
+TYPE_CHECKING = False  # the hook fast path imports this module: typing costs import time
+if TYPE_CHECKING:
+    from collections.abc import Collection
+    from typing import Any
 
-if TYPE_CHECKING:  # the hook fast path imports this module: no ledger import at run time
     from onstation.ledger import Ledger
 
 #: A destination that names a tool or server (not "shell (cat, sed -n)", an emulation note).
@@ -42,6 +41,10 @@ def issue_successor_grants(
     ledger: Ledger, node: str, generation: int, plan: dict[str, Any]
 ) -> list[str]:
     """Issue ``generation`` the grants its plan translated (each once); return them."""
+    import contextlib
+
+    from onstation.core.errors import Conflict
+
     issued = successor_grants(plan)
     for capability in issued:
         with contextlib.suppress(Conflict):  # issued already (a retried launch)

@@ -30,7 +30,7 @@ from onstation.ledger.bodies import HarnessLedger
 from onstation.ledger.relief_records import ReliefLedger
 from onstation.relief.hook_texts import relief_request
 from onstation.relief.options import Progress, ReliefOptions, ReliefOutcome, _iso
-from onstation.relief.settle import LaunchAndSettle
+from onstation.relief.settle import LaunchAndSettle, held_reservation
 from onstation.relief.successor import (
     _exchange_loss,
     _launcher_from_record,
@@ -60,7 +60,6 @@ class Relief(LaunchAndSettle):
         self.emergency_brief = False  # no brief came before the fence: built from evidence
         self.reservation: str | None = None  # the attempt's reservation, once made
         self.capacity: dict[str, Any] | None = None  # the capacity evidence the verdict gets
-        self.reservation_id: str | None = None  # the id the capacity evidence holds for it
         self.plan_digest: str | None = None  # the stored plan (onstation plan show DIGEST)
         self.cause: Any = None  # why the body is relieved (relief/incident_cause.py)
         self.launcher: Launcher | None = options.launcher
@@ -557,7 +556,7 @@ class Relief(LaunchAndSettle):
             "capacity": capacity,
             "respawn": {"allowed": allowed, "detail": detail[:1000],
                         "retryOwner": self.opts.by,
-                        "reservation": self.reservation_id or f"relief-{self.node}"},
+                        "reservation": held_reservation(self.capacity) or f"relief-{self.node}"},
         }  # fmt: skip
 
     def _native_candidate(self, predecessor: int) -> dict[str, Any] | None:
@@ -615,19 +614,11 @@ class Relief(LaunchAndSettle):
         """The capacity evidence the verdict uses; its reservation id is the one the ledger
         reserves under, the challenge binds and the report names (one id per attempt)."""
         if self.opts.capacity_file is not None:
-            evidence = self.capacity_evidence
-            held = evidence.get("reservation") if isinstance(evidence, dict) else None
-            named = held.get("reservationId") if isinstance(held, dict) else None
-            self.reservation_id = named if isinstance(named, str) else None
-            return {"evidence": evidence}
+            return {"evidence": self.capacity_evidence}
         interactive = getattr(self.launcher, "interactive", False)
         if execution_class != "fake" and not interactive:
             return None  # real providers need real evidence: the verdict will HIBERNATE
-        if interactive and self.opts.by == self.node:
-            # Who vouches for an interactive successor is a person, never the body relieved.
-            self.say(f"no capacity evidence: {self.node} cannot vouch for its own successor")
-            return None
-        self.reservation_id = f"res-{secrets.token_hex(8)}"
+        # (An interactive successor's voucher is never the body relieved: _preflight.)
         until = now + timedelta(minutes=30)
         units = [{"unit": "context-tokens", "available": 200000, "required": 60000,
                   "uncertaintyReserve": 20000},
@@ -646,7 +637,7 @@ class Relief(LaunchAndSettle):
             "provider": "operator" if interactive else "fake",
             "billing": "none", "observedAt": _iso(now), "validUntil": _iso(until),
             "freshness": "fresh", "units": units,
-            "reservation": {"reservationId": self.reservation_id,
+            "reservation": {"reservationId": f"res-{secrets.token_hex(8)}",
                             "heldBy": self.opts.by, "expiresAt": _iso(until),
                             "units": [{"unit": "context-tokens", "amount": 80000},
                                       {"unit": "concurrency", "amount": 1}]},

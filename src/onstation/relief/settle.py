@@ -41,6 +41,15 @@ def _granted_tools(capsule: dict[str, Any]) -> tuple[str, ...]:
     )  # fmt: skip
 
 
+def held_reservation(capacity: dict[str, Any] | None) -> str | None:
+    """The reservation id the capacity evidence holds (the one id of the attempt: the ledger
+    reserves under it, the challenge binds it, the report names it), or None."""
+    evidence = capacity.get("evidence") if capacity is not None else None
+    held = evidence.get("reservation") if isinstance(evidence, dict) else None
+    named = held.get("reservationId") if isinstance(held, dict) else None
+    return named if isinstance(named, str) else None
+
+
 class LaunchAndSettle:
     """Launch, challenge, shutdown and settlement, for :class:`~onstation.relief.relieve.Relief`."""
 
@@ -59,7 +68,7 @@ class LaunchAndSettle:
     scratch_removed: str | None
     emergency_brief: bool
     reservation: str | None
-    reservation_id: str | None
+    capacity: dict[str, Any] | None
     witnesses: Any
 
     def _hold_holder(self, rid: int) -> str:
@@ -118,7 +127,8 @@ class LaunchAndSettle:
             reservation = self.relief.reserve(self.node, generation=generation,
                                               execution_class=execution_class,
                                               evidence_digest=capsule["digest"],
-                                              reservation_id=self.reservation_id)  # fmt: skip
+                                              reservation_id=held_reservation(
+                                                  self.capacity))  # fmt: skip
             self.reservation = reservation
             try:
                 self.ledger.request_respawn(self.node, by=self.opts.by,

@@ -54,11 +54,12 @@ _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._:@+=-]{0,127}")
 def _clean(text: str, limit: int) -> str:
     """``text`` with its secrets redacted, no control characters but tab and newline, cut to
     ``limit`` characters."""
-    from onstation.core.secret_shapes import INVISIBLE, may_hold_secret
+    from onstation.core.secret_shapes import INVISIBLE, SUSPECT
 
     text = "".join(ch if ch.isprintable() or ch in "\t\n" else " " for ch in text[:_READ_CHARS])
-    if not may_hold_secret(text):  # most calls: the redaction rules are not even imported
-        return INVISIBLE.sub("", text)[:limit]
+    text = INVISIBLE.sub("", text)
+    if not SUSPECT.search(text):  # most calls: the redaction rules are not even imported
+        return text[:limit]
     from onstation.core.redact import redact
 
     return redact(text).text[:limit]
