@@ -13,6 +13,10 @@ most 3x); the run never fails on a target, it says MEETS or MISSES.
 Bytecode is compiled first (``compileall``), as a normal install has it; this machine sets
 PYTHONDONTWRITEBYTECODE, which would otherwise make every run recompile the package.
 
+Each row gives the median wall time and, beside it, the median CPU time (user + system) of
+the whole process with its ratio to ``python -c pass``'s: on a loaded machine the wall time
+mostly measures the wait for a core, the CPU time what the command itself costs.
+
 Run: ``./dev bench hook``. ``ONSTATION_BENCH_HOOK_MB`` sets the transcript size (default 200).
 """
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 import compileall
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -60,13 +65,25 @@ def _make_transcript(path: Path, megabytes: int) -> None:
         fh.write(_assistant(0, 20_000))
 
 
-def _time(argv: list[str], *, stdin: str = "", env: dict[str, str]) -> float:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _time(argv: list[str], *, stdin: str = "", env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system) of one whole process."""
+    cpu = _children_cpu()
     start = time.perf_counter()
     done = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, check=False)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"bench: {argv[0]} failed: {done.stderr.strip()}")
-    return elapsed
+    return elapsed, _children_cpu() - cpu
+
+
+def _median(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    """The median wall time and the median CPU time of some runs."""
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
 
 
 def main() -> None:
@@ -117,8 +134,9 @@ def main() -> None:
             "lease renew (heartbeat)": ([onstation_bin, "lease", "renew", "beat",
                                         "--generation", "1"], ""),
         }  # fmt: skip
-        timings: dict[str, list[float]] = {name: [] for name in calls}
-        python_pass, tail = [], []
+        timings: dict[str, list[tuple[float, float]]] = {name: [] for name in calls}
+        python_pass: list[tuple[float, float]] = []
+        tail: list[tuple[float, float]] = []
         for turn in range(1, RUNS + 1):
             python_pass.append(_time([sys.executable, "-c", "pass"], env=env))
             tail.append(_time(["tail", "-c", "65536", str(transcript)], env=env))
@@ -140,21 +158,27 @@ def main() -> None:
         ended = _time([*hook, "SessionEnd"], env=env,
                       stdin=payload("SessionEnd", reason="other"))  # fmt: skip
         help_times = [_time([onstation_bin, "--help"], env=env) for _ in range(5)]
-    base = statistics.median(python_pass)
-    print(f"one call, whole process, {megabytes} MB transcript, median of {RUNS}")
-    print(f"  {'python -c pass (baseline)':<28} {base * 1000:7.1f} ms    1.00x python -c pass")
-    print(f"  {'tail -c 65536 transcript':<28} {statistics.median(tail) * 1000:7.1f} ms   "
-          f"{statistics.median(tail) / base:5.2f}x")  # fmt: skip
-    rows = [(name, statistics.median(values)) for name, values in timings.items()]
-    rows += [("hook SessionStart (first, admits)", first), ("hook SessionEnd (once)", ended),
-             ("hook PostToolUse (first, tail read)", cold),
-             ("onstation --help", statistics.median(help_times))]  # fmt: skip
-    for name, value in rows:
+    base, base_cpu = _median(python_pass)
+    print(f"one call, whole process, {megabytes} MB transcript, median of {RUNS}; "
+          "wall time, then CPU time (user + system)")  # fmt: skip
+    print(f"  {'python -c pass (baseline)':<36} {base * 1000:7.1f} ms  1.00x python -c pass"
+          f"  | cpu {base_cpu * 1000:6.1f} ms  1.00x")  # fmt: skip
+    tail_wall = _median(tail)[0]
+    print(
+        f"  {'tail -c 65536 transcript':<36} {tail_wall * 1000:7.1f} ms  {tail_wall / base:4.2f}x"
+    )
+    rows = list(timings.items())
+    rows += [("hook SessionStart (first, admits)", [first]), ("hook SessionEnd (once)", [ended]),
+             ("hook PostToolUse (first, tail read)", [cold]),
+             ("onstation --help", help_times)]  # fmt: skip
+    for name, runs in rows:
         target = COMMAND_TARGET if name in ("lease renew (heartbeat)", "onstation --help") else (
             HOOK_TARGET)  # fmt: skip
+        value, cpu = _median(runs)
         ratio = value / base
         verdict = "meets" if ratio <= target else "MISSES"
-        print(f"  {name:<36} {value * 1000:7.1f} ms  {ratio:5.2f}x python -c pass  "
+        print(f"  {name:<36} {value * 1000:7.1f} ms  {ratio:4.2f}x python -c pass  | cpu "
+              f"{cpu * 1000:6.1f} ms  {cpu / base_cpu:4.2f}x  "
               f"({verdict} target {target:g}x)")  # fmt: skip
 
 

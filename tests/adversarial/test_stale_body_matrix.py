@@ -2,8 +2,9 @@
 generation. Each must be denied (exit 3), leave a durable denial receipt, and change nothing
 else in the ledger.
 
-The rows are the CLI's write paths (the hook path is in test_hooks_hostile.py; the service's
-comes with the service). A fenced body is generation 1 of ``app``; generation 2 is live.
+The rows are the CLI's write paths and the console service's (``onstation serve`` with an
+agent token bound to generation 1; the hook path is in test_hooks_hostile.py). A fenced body
+is generation 1 of ``app``; generation 2 is live.
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ def fenced(ledger_url: str, tmp_path: Path) -> dict[str, Any]:
         )  # fmt: skip
         task = ReliefLedger(ledger).create_task("login", owner="app", status="in_progress",
                                                 by="lead")  # fmt: skip
+        # The body's console token, made while generation 1 was live.
+        token = ledger.create_agent_token("app", generation=1, by="test").token
         ledger.fence("app", expect_generation=1, by="test")
         ledger.acquire_lease("app", holder="the successor", expect_generation=2)
         before = _state(ledger)
@@ -90,7 +93,7 @@ def fenced(ledger_url: str, tmp_path: Path) -> dict[str, Any]:
     for var in ("ONSTATION_NODE", "ONSTATION_GENERATION"):
         env.pop(var, None)
     return {"url": ledger_url, "env": env, "effect": effect.effect_id, "task": task.task_id,
-            "before": before}  # fmt: skip
+            "before": before, "token": token}  # fmt: skip
 
 
 @pytest.mark.parametrize(("path", "argv"), WRITE_PATHS, ids=[p for p, _ in WRITE_PATHS])
@@ -116,3 +119,55 @@ def test_every_write_path_denies_a_fenced_generation(
     assert json.loads(done.stdout)["error"] == "denied"
     assert len(new_receipts) == 1 and new_receipts[0].presented_generation == 1
     assert not kept, path
+
+
+#: The console's write paths an agent token has (method, path, JSON body); {effect} is filled
+#: in per ledger. A read is guarded too: a fenced body's token may not even look.
+SERVICE_PATHS: list[tuple[str, str, dict[str, Any] | None]] = [
+    ("POST", "/api/v1/nodes/app/lease/renew", {"generation": 1, "ttl_seconds": 60}),
+    ("POST", "/api/v1/nodes/app/notes", {"kind": "note", "text": "from the past"}),
+    ("POST", "/api/v1/nodes/app/effects", {"operation": "git.push", "destination": "origin",
+                                           "arguments": {"commit": "c0ffee"}}),
+    ("POST", "/api/v1/effects/{effect}/dispatch", {"generation": 1}),
+    ("POST", "/api/v1/effects/{effect}/observe", {"generation": 1, "result": {"ok": True}}),
+    ("POST", "/api/v1/effects/{effect}/commit", {"generation": 1}),
+    ("POST", "/api/v1/effects/{effect}/fail", {"generation": 1, "reason": "gave up"}),
+    ("POST", "/api/v1/messages", {"sender": "app", "recipient": "team-lead",
+                                  "kind": "respawn_triggered", "body": "relieve me"}),
+    ("GET", "/api/v1/team", None),
+]  # fmt: skip
+
+
+def test_every_service_path_denies_a_fenced_generations_token(
+    fenced: dict[str, Any], campaign: type[Campaign]
+) -> None:
+    import httpx
+
+    count = campaign("stale-body matrix (service paths x backends)")
+    serve = subprocess.Popen([ONSTATION, "serve", "--port", "0", "--no-alerts"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=fenced["env"])  # fmt: skip
+    try:
+        assert serve.stdout is not None
+        url = serve.stdout.readline().split()[3].rstrip("/")
+        headers = {"Authorization": f"Bearer {fenced['token']}"}
+        with httpx.Client(base_url=url, headers=headers, timeout=30) as client:
+            for method, path, body in SERVICE_PATHS:
+                with Ledger.open(fenced["url"]) as ledger:
+                    receipts = len(ledger.denials("app"))
+                answer = client.request(method, path.replace("{effect}", fenced["effect"]),
+                                        json=body)  # fmt: skip
+                count.tried()
+                with Ledger.open(fenced["url"]) as ledger:
+                    kept = _state(ledger) != fenced["before"]
+                    new_receipts = ledger.denials("app")[receipts:]
+                count.lost(int(kept or answer.status_code != 403))
+                assert answer.status_code == 403, (path, answer.text)
+                count.denied()
+                error = answer.json()
+                assert (error["error"], error["exit_code"]) == ("stale_generation", 3), path
+                assert len(new_receipts) == 1 and new_receipts[0].presented_generation == 1
+                assert not kept, path
+    finally:
+        serve.terminate()
+        serve.wait(30)

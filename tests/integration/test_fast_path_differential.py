@@ -21,20 +21,26 @@ import pytest
 
 ONSTATION = str(Path(sys.executable).with_name("onstation"))
 
-#: Runs one hook call as ``onstation hook`` does, counting the calls the fast path answered.
+#: Runs one hook call (or the status line) as ``onstation hook`` (``onstation statusline``)
+#: does, the whole process (its fast exit included), counting the calls the fast path answered.
 DRIVER = """
 import sys
+import onstation.relief.fast_status as fast_status
 import onstation.relief.hotpath as hotpath
-real = hotpath.try_fast
-def counted(*args, **kwargs):
-    answer = real(*args, **kwargs)
-    if answer is not hotpath.NOT_HANDLED:
-        with open(sys.argv[1], "a") as fh:
-            fh.write("fast\\n")
-    return answer
-hotpath.try_fast = counted
-from onstation.cli.hooks import hook_main
-sys.exit(hook_main(sys.argv[2:]))
+def counting(real):
+    def counted(*args, **kwargs):
+        answer = real(*args, **kwargs)
+        if answer is not hotpath.NOT_HANDLED:
+            with open(sys.argv[1], "a") as fh:
+                fh.write("fast\\n")
+        return answer
+    return counted
+hotpath.try_fast = counting(hotpath.try_fast)
+fast_status.try_status = counting(fast_status.try_status)
+from onstation.cli.hooks import hook_main, statusline_main
+if sys.argv[2] == "statusline":
+    sys.exit(statusline_main(sys.argv[3:], whole_process=True))
+sys.exit(hook_main(sys.argv[2:], whole_process=True))
 """
 
 #: Columns that hold times, row ids, cursors or process witnesses (a pid, an observation
@@ -115,6 +121,8 @@ class World:
             fh.write(json.dumps(line) + "\n")
 
     def fire(self, event: str, **fields: Any) -> tuple[Any, int]:
+        if event == "statusline":
+            return self.status_line(**fields)
         payload = {"session_id": "s1", "transcript_path": str(self.transcript),
                    "cwd": str(self.project), "hook_event_name": event,
                    "permission_mode": "default", **fields}  # fmt: skip
@@ -126,6 +134,25 @@ class World:
         )  # fmt: skip
         out = json.loads(done.stdout) if done.stdout.strip() else None
         return out, done.returncode
+
+    def status_line(self, **window: Any) -> tuple[Any, int]:
+        """The status line's one line (the project's path taken out), and its exit code."""
+        payload = {"session_id": "s1", "transcript_path": str(self.transcript),
+                   "cwd": str(self.project), "version": "2.1.140",
+                   "model": {"id": "claude-sonnet-4-5", "display_name": "Sonnet 4.5"},
+                   "context_window": window}  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", DRIVER, str(self.counted), "statusline"],
+            input=json.dumps(payload), capture_output=True, text=True, env=self.env,
+            cwd=self.project, timeout=60, check=False,
+        )  # fmt: skip
+        return done.stdout.replace(str(self.root), "ROOT"), done.returncode
+
+
+def _status(percent: float | None, size: int = 200_000) -> dict[str, Any]:
+    if percent is None:  # right after /compact: no current usage
+        return {"context_window_size": size, "current_usage": None}
+    return {"context_window_size": size, "used_percentage": percent}
 
 
 def _read(i: int) -> dict[str, Any]:
@@ -180,6 +207,19 @@ SEQUENCES: dict[str, list[tuple[str, Any]]] = {
         ("PostToolUse", {**_read(8), "tool_response": {}}), ("turn", 72_000),
         ("PostToolUse", {**_read(9), "tool_response": {}}),
     ],
+    "status lines through the tiers": [
+        ("SessionStart", {"source": "startup"}), ("turn", 20_000),
+        ("statusline", _status(10.0)), ("statusline", _status(11.5)),
+        ("PostToolUse", {**_read(1), "tool_response": {}}), ("statusline", _status(12.0)),
+        ("statusline", _status(12.0, size=1_000_000)), ("statusline", _status(2.5, 1_000_000)),
+        ("statusline", {"used_percentage": 3.0}), ("statusline", _status(None, 1_000_000)),
+        ("statusline", _status(4.0, 1_000_000)), ("statusline", _status(27.0, 1_000_000)),
+        ("statusline", _status(28.0, 1_000_000)), ("UserPromptSubmit", {"prompt": "go on"}),
+        ("statusline", _status(34.0, 1_000_000)), ("statusline", _status(35.5, 1_000_000)),
+        ("statusline", _status(135.0, 1_000_000)), ("statusline", _status(36.0, 1_000_000)),
+        ("Stop", {"stop_hook_active": False}), ("statusline", _status(36.5, 1_000_000)),
+        ("SessionEnd", {"reason": "other"}), ("statusline", _status(37.0, 1_000_000)),
+    ],
 }  # fmt: skip
 
 
@@ -208,3 +248,91 @@ def test_fast_and_full_paths_leave_the_same_ledger(tmp_path: Path, name: str) ->
         return json.dumps(rows, sort_keys=True, default=str).replace(str(root), "ROOT")
 
     assert strip(ledgers[True], tmp_path / "fast") == strip(ledgers[False], tmp_path / "full")
+
+
+def test_a_configuration_the_full_path_refuses_is_not_answered_fast(tmp_path: Path) -> None:
+    """A workspace configuration with an unknown key: the full path fails open and says why
+    (hook and status line alike); the fast path used to answer such a call quietly."""
+    seen: dict[bool, list[tuple[Any, int]]] = {}
+    for fast in (True, False):
+        world = World(tmp_path / ("fast" if fast else "full"), fast)
+        seen[fast] = [world.fire("SessionStart", source="startup")]
+        world.assistant_turn(20_000)
+        seen[fast] += [world.fire("statusline", **_status(10.0)),
+                       world.fire("statusline", **_status(10.5))]  # fmt: skip
+        config = world.project / ".onstation" / "config.json"
+        config.write_text(json.dumps({**json.loads(config.read_text()), "colour": "blue"}))
+        seen[fast] += [world.fire("Stop", stop_hook_active=False),
+                       world.fire("statusline", **_status(11.0)),
+                       world.fire("PostToolUse", **_read(1), tool_response={})]  # fmt: skip
+        # The calls before the damage were the fast path's to answer; none after it.
+        assert world.fast_answers() == (1 if fast else 0)
+    said = {fast: json.dumps(seen[fast]).replace(str(tmp_path / ("fast" if fast else "full")),
+                                                 "ROOT") for fast in seen}  # fmt: skip
+    assert said[True] == said[False]
+    assert "unknown key" in json.dumps(seen[True][3])
+
+
+def test_the_fast_path_knows_every_configuration_key() -> None:
+    from onstation.harness import config
+    from onstation.relief import hotpath
+
+    assert set(hotpath.CONFIG_KEYS) == config._KEYS
+    assert hotpath.HOOK_FAIL_MODES == config.HOOK_FAIL_MODES
+
+
+def test_a_fast_stop_and_pretooluse_import_neither_json_re_nor_threading(tmp_path: Path) -> None:
+    """What the fast path is for: a quiet Stop or an inert PreToolUse loads none of the
+    modules that cost the most start-up time (json pulls in re and enum; sqlite3 datetime)."""
+    world = World(tmp_path / "w", fast=True)
+    world.fire("SessionStart", source="startup")
+    world.assistant_turn(20_000)
+    world.fire("PostToolUse", **_read(1), tool_response={})  # the first reading: full path
+    probe = (
+        "import sys\n"
+        "from onstation.cli.hooks import hook_main\n"
+        "code = hook_main(sys.argv[1:], whole_process=False)\n"
+        "heavy = ('json', 're', 'enum', 'threading', 'sqlite3', 'datetime', 'typing')\n"
+        "sys.stderr.write('LOADED ' + ' '.join(m for m in heavy if m in sys.modules) + '\\n')\n"
+    )
+    for event, fields in (("Stop", {"stop_hook_active": False}), ("PreToolUse", _read(2))):
+        payload = {"session_id": "s1", "transcript_path": str(world.transcript),
+                   "cwd": str(world.project), "hook_event_name": event, **fields}  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", probe, "claude-code", event], input=json.dumps(payload),
+            capture_output=True, text=True, env=world.env, cwd=world.project, check=True,
+        )  # fmt: skip
+        loaded = [line for line in done.stderr.splitlines() if line.startswith("LOADED")]
+        assert loaded == ["LOADED "], (event, done.stderr)
+
+
+def test_a_workspace_no_longer_bound_gets_the_full_paths_answer(tmp_path: Path) -> None:
+    """The workspace's binding is removed and its configuration names no node: the full path
+    takes the workspace as unmanaged (no answer, nothing written); the fast path used to go
+    on answering, and writing, for the session it had admitted there."""
+    from onstation.ledger import Ledger
+    from onstation.ledger.bodies import HarnessLedger
+
+    answers: dict[bool, list[tuple[Any, int]]] = {}
+    ledgers: dict[bool, str] = {}
+    for fast in (True, False):
+        world = World(tmp_path / ("fast" if fast else "full"), fast)
+        seen = [world.fire("SessionStart", source="startup")]
+        world.assistant_turn(20_000)
+        seen.append(world.fire("PostToolUse", **_read(1), tool_response={}))
+        with Ledger.open(str(world.db)) as ledger:
+            assert HarnessLedger(ledger).unbind_workspace(str(world.project), by="test")
+        config = world.project / ".onstation" / "config.json"
+        kept = {k: v for k, v in json.loads(config.read_text()).items() if k != "node"}
+        config.write_text(json.dumps(kept))
+        world.assistant_turn(21_000)
+        seen += [world.fire("PostToolUse", **_read(2), tool_response={}),
+                 world.fire("UserPromptSubmit", prompt="go on"),
+                 world.fire("Stop", stop_hook_active=False)]  # fmt: skip
+        answers[fast] = seen
+        ledgers[fast] = json.dumps(_ledger_rows(world.db), sort_keys=True, default=str).replace(
+            str(world.root), "ROOT"
+        )
+        assert world.fast_answers() == 0
+    assert answers[True] == answers[False]
+    assert ledgers[True] == ledgers[False]

@@ -193,3 +193,31 @@ def test_events_of_follows_a_node_page_by_page(ledger: Ledger) -> None:
     assert [e.generation for e in fences] == [5, 6, 7, 8]
     with pytest.raises(BadInput, match="--after: must be at least 0"):
         ledger.events_of("h-0", after=-1)
+
+
+def test_open_effects_are_the_unsettled_ones_and_read_only_those(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger.register_node("h-0")
+    generation = ledger.acquire_lease("h-0", holder="body").generation
+    settled = []
+    for n in range(12):
+        effect, _ = ledger.intend_effect("h-0", generation=generation, operation="git.push",
+                                         destination=f"file:///r{n}",
+                                         arguments={"n": n})  # fmt: skip
+        ledger.dispatch_effect(effect.effect_id, generation=generation)
+        ledger.observe_effect(effect.effect_id, generation=generation, result={"ok": True})
+        settled.append(ledger.commit_effect(effect.effect_id, generation=generation))
+    still, _ = ledger.intend_effect("h-0", generation=generation, operation="git.push",
+                                    destination="file:///open", arguments={})  # fmt: skip
+    sent, _ = ledger.intend_effect("h-0", generation=generation, operation="git.push",
+                                   destination="file:///sent", arguments={})  # fmt: skip
+    ledger.dispatch_effect(sent.effect_id, generation=generation)
+    fetched = _count_reads(ledger, monkeypatch)
+    opened = ledger.open_effects("h-0")
+    assert [(e.effect_id, e.state.value) for e in opened] == [
+        (still.effect_id, "INTENDED"), (sent.effect_id, "DISPATCHED")]  # fmt: skip
+    assert fetched == [2]  # the twelve settled effects were not read
+    expected = [e for e in ledger.effects("h-0") if e.state.value in
+                ("INTENDED", "DISPATCHED", "OBSERVED", "AMBIGUOUS")]  # fmt: skip
+    assert opened == expected

@@ -12,8 +12,11 @@ import pytest
 
 from onstation.sim import PLANTS, REQUIRED_COVERAGE, run_seeds, simulate
 
-#: The CI seed count (2 agents x 12 simulated hours each; about 35 s on 2 cores).
-CI_SEEDS = 100
+#: The CI seed count (2 agents x 12 simulated hours each). Issue 14 asks for 1,000 once they
+#: fit in about 90 s on 2 cores; they do not yet (estimated 2-3 minutes on a quiet 2-core
+#: machine), so CI runs 500 (estimated 60-85 s). 1,000 seeds, run by hand, held every
+#: invariant and hit every counter.
+CI_SEEDS = 500
 
 
 def test_ci_seeds_hold_every_invariant_and_cover_every_case() -> None:
@@ -44,6 +47,41 @@ def test_each_planted_bug_is_caught_within_the_ci_seeds(plant: str) -> None:
     # The planted run replays to the same failure.
     again = simulate(caught.seed, plant=plant)
     assert again.violations == caught.violations and again.trace == caught.trace
+
+
+def test_a_seed_starts_from_real_copies_of_its_templates(tmp_path: Path) -> None:
+    """Each seed's repository and ledger are copies of templates git and the ledger's own
+    migrations made once per process (issue 14): real, separate, and the same as made anew."""
+    from onstation.harness.evidence import git
+    from onstation.ledger import Ledger, latest_schema_version
+    from onstation.sim.run import GIT_ENV, _git_repo, _templates
+
+    _git_repo(tmp_path / "one", ["agent-1"])
+    _git_repo(tmp_path / "two", ["agent-1"])
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "sim"]):
+        git(fresh, *args, check=True, env=GIT_ENV)
+    head = git(fresh, "rev-parse", "HEAD", check=True)
+    for copy in ("one", "two"):
+        assert git(tmp_path / copy, "rev-parse", "HEAD", check=True) == head
+        assert git(tmp_path / copy, "fsck", "--strict", check=True) is not None
+        assert (tmp_path / copy / "agent-1").is_dir()
+    (tmp_path / "one" / "agent-1" / "x.txt").write_text("x")  # one copy's change stays there
+    assert git(tmp_path / "two", "status", "--porcelain", check=True) == ""
+    ledger_dir = tmp_path / "ledger"
+    ledger_dir.mkdir(mode=0o700)
+    for name, data, mode in _templates()[1].files:
+        (ledger_dir / name).write_bytes(data)
+        (ledger_dir / name).chmod(mode)
+    ledger = Ledger.open(str(ledger_dir / "ledger.db"))
+    try:
+        assert ledger.backend.schema_version() == latest_schema_version("sqlite")
+        assert ledger.list_nodes() == [] and ledger.events_after(0) == []
+        ledger.register_node("agent-1", role="executor", by="test")
+        assert [n.node for n in ledger.list_nodes()] == ["agent-1"]
+    finally:
+        ledger.close()
 
 
 def test_planted_bugs_do_not_leak_into_later_runs() -> None:

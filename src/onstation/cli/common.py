@@ -17,11 +17,11 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from onstation.cli.fast_help import exit_codes_help
 from onstation.core.errors import BadInput, ExitCode, OnstationError
 
 if TYPE_CHECKING:
@@ -30,12 +30,25 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass
 class Options:
-    """The shared options of the command being run."""
+    """The shared options of the command being run (a plain class: a dataclass costs import
+    time on every command)."""
 
-    db: str | None = None
-    json: bool = False
+    __slots__ = ("db", "json")
+
+    def __init__(self, db: str | None = None, json: bool = False) -> None:
+        self.db = db
+        self.json = json
+
+    def __repr__(self) -> str:
+        return f"Options(db={self.db!r}, json={self.json!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Options):
+            return NotImplemented
+        return (self.db, self.json) == (other.db, other.json)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
 
 
 def command_options(func: F) -> F:
@@ -279,7 +292,7 @@ class OnstationGroup(click.Group):
 
 #: The exit-code table of ``onstation --help``, made from :class:`ExitCode` (the README's table
 #: is checked against the same enum).
-EXIT_CODES_HELP = "\n".join(f"  {int(code)}  {code.description}" for code in ExitCode)
+EXIT_CODES_HELP = exit_codes_help()
 
 
 def body_generation(flag: int | None, node: str, *, required: bool, what: str) -> int | None:

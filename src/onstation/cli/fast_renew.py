@@ -8,14 +8,23 @@ path's ``renew_lease`` does. Anything else (a stale or fenced generation, an exp
 another option, PostgreSQL, a ledger not yet migrated) goes to the full command line, which
 records the durable denial a stale body must get: the fast path never denies and never
 writes for a body that may not act.
+
+The renewal is committed with ``synchronous=NORMAL`` (a lost renewal, at a power loss only,
+ends the lease sooner: the safe direction), and a whole ``onstation lease renew`` process
+ends at once after printing, its connection left open: closing the last connection would
+checkpoint and delete the WAL (see ``cli/hooks.py`` ``_exit_now``).
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import sys
 import time
+
+try:  # the C module alone: the sqlite3 package's Python layer imports datetime
+    import _sqlite3 as sqlite3
+except ImportError:  # pragma: no cover
+    import sqlite3  # type: ignore[no-redef]
 
 #: The longest lease the fast path grants (seconds); a longer ``--ttl`` is the full path's
 #: to check (``ledger.base.MAX_LEASE_TTL``, checked equal by a test).
@@ -63,27 +72,25 @@ def _parse(argv: list[str]) -> tuple[str, int, int, str | None] | None:
     return node, generation, ttl, db
 
 
-def try_renew(argv: list[str]) -> bool:
+def try_renew(argv: list[str], *, whole_process: bool | None = None) -> bool:
     """Renew the lease and print what the full path prints (True), or leave the call to the
-    full path (False) having written nothing."""
+    full path (False) having written nothing. ``whole_process`` (default: whether the process
+    was started as ``onstation lease renew``): end the process once renewed, the connection
+    left open."""
     parsed = _parse(argv)
     if parsed is None:
         return False
     node, generation, ttl, db = parsed
-    from onstation.relief.hotpath import _sqlite_path
+    from onstation.relief.hotpath import _sqlite_path, open_wal, settle_wal
 
     path = _sqlite_path(db or os.environ.get("ONSTATION_DB"))
     if path is None or not os.path.isfile(path):
         return False
-    try:
-        conn = sqlite3.connect(path, isolation_level=None, timeout=30)
-    except sqlite3.Error:
+    conn = open_wal(path)
+    if conn is None:
         return False
+    renewed = False
     try:
-        conn.execute("PRAGMA busy_timeout = 30000")
-        conn.execute("PRAGMA synchronous = FULL")
-        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            return False
         conn.execute("BEGIN IMMEDIATE")
         now = time.time_ns() // 1000
         row = conn.execute(_LEASE, (node,)).fetchone()
@@ -93,18 +100,28 @@ def try_renew(argv: list[str]) -> bool:
         expires = now + ttl * 1_000_000
         conn.execute(_RENEW, (now, expires, row[1]))
         conn.execute("COMMIT")
+        renewed = True
+        settle_wal(conn, path)
     except sqlite3.Error:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         return False
     finally:
-        conn.close()
+        if not renewed:
+            conn.close()
     from datetime import UTC, datetime
 
     from onstation.core.timefmt import human_time
 
     until = human_time(datetime.fromtimestamp(expires / 1_000_000, UTC))
     sys.stdout.write(f"renewed {node} generation {generation} until {until}\n")
+    if whole_process if whole_process is not None else sys.argv[1:3] == ["lease", "renew"]:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(0)
+    conn.close()
     return True
 
 

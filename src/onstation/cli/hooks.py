@@ -15,12 +15,12 @@ budget, past which an unchecked PreToolUse is denied.
 
 from __future__ import annotations
 
-import json
+import _thread
 import os
-import re
 import sys
-import threading
 import time
+
+from onstation.core.fastjson import dumps, loads
 
 TYPE_CHECKING = False  # typing costs import time on the hook hot path
 if TYPE_CHECKING:
@@ -84,15 +84,21 @@ def _read_stdin() -> tuple[bytes, bool]:
 
 # A JSON string (escapes included) is one token, so nothing inside a string is structure.
 _STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*"'
-_NESTING = re.compile(_STRING + rb"|[][{}]", re.DOTALL)
-_TOKENS = re.compile(_STRING + rb"|[][{}:,]", re.DOTALL)
+
+
+def _pattern(rest: bytes) -> Any:
+    """A JSON string or one of ``rest``'s structural characters; ``re`` is imported only
+    here, off the common path (a payload nested within the limit, read whole)."""
+    import re
+
+    return re.compile(_STRING + rest, re.DOTALL)
 
 
 def _too_deep(raw: bytes, limit: int) -> bool:
     if raw.count(b"[") + raw.count(b"{") <= limit:
         return False  # the common case, answered at C speed
     depth = 0
-    for match in _NESTING.finditer(raw):
+    for match in _pattern(rb"|[][{}]").finditer(raw):
         char = raw[match.start()]
         if char in b"[{":
             depth += 1
@@ -110,7 +116,7 @@ def _parse(raw: bytes, oversized: bool) -> tuple[dict[str, Any] | None, str]:
     if _too_deep(raw, MAX_DEPTH):
         return None, f"payload nested deeper than {MAX_DEPTH} levels"
     try:
-        payload = json.loads(raw.decode("utf-8"))
+        payload = loads(raw.decode("utf-8"))
     except (ValueError, RecursionError) as exc:  # ValueError: also a 5,000-digit integer
         return None, f"payload is not JSON ({exc.__class__.__name__})"
     if not isinstance(payload, dict):
@@ -122,7 +128,7 @@ def _json_string(token: bytes) -> str | None:
     if len(token) > 8192:
         return None
     try:
-        value = json.loads(token.decode("utf-8"))
+        value = loads(token.decode("utf-8"))
     except ValueError:
         return None
     return value if isinstance(value, str) else None
@@ -139,7 +145,7 @@ def _top_level(raw: bytes, keys: tuple[str, ...]) -> dict[str, str]:
     want_key = False
     key: bytes | None = None
     value_of: str | None = None
-    for count, match in enumerate(_TOKENS.finditer(raw)):
+    for count, match in enumerate(_pattern(rb"|[][{}:,]").finditer(raw)):
         if count >= MAX_SCAN_TOKENS:
             break
         token = match.group()
@@ -210,7 +216,9 @@ class _Answer:
 
     The watchdog is a thread, not a signal: a signal handler runs only between bytecodes, so
     it cannot cut short a wait inside SQLite or a child process; the thread can answer and end
-    the process whatever the main thread is blocked in.
+    the process whatever the main thread is blocked in. It is a bare ``_thread`` thread (the
+    ``threading`` module costs the hot path its import): like a daemon thread, nothing waits
+    for it at exit.
     """
 
     def __init__(
@@ -220,35 +228,34 @@ class _Answer:
         self.event = event
         self.budget = budget
         self.progress = progress
-        self._given = threading.Lock()
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="onstation-hook-budget",
-                                        daemon=True)  # fmt: skip
-        self._thread.start()
+        self._given = _thread.allocate_lock()
+        self._done = _thread.allocate_lock()  # held until the answer is given
+        self._done.acquire()
+        _thread.start_new_thread(self._watch, ())
 
     def give(self, output: dict[str, Any] | None, notes: list[str], code: int) -> int:
         self._given.acquire()  # never released: one answer per call
         for note in notes:
             _note(note)
         if output is not None:
-            sys.stdout.write(json.dumps(output) + "\n")
+            sys.stdout.write(dumps(output) + "\n")
         sys.stdout.flush()
-        self._done.set()
+        self._done.release()
         return code
 
     def cancel(self) -> None:
         """No answer after all (the call is ending by an exception): stop the watchdog."""
-        self._given.acquire(blocking=False)
-        self._done.set()
+        if self._given.acquire(blocking=False):
+            self._done.release()
 
     def _watch(self) -> None:
-        if self._done.wait(self.budget) or not self._given.acquire(blocking=False):
+        if self._done.acquire(timeout=self.budget) or not self._given.acquire(blocking=False):
             return
         output, note = self._late_answer()
         try:
             _note(note)
             if output is not None:
-                sys.stdout.write(json.dumps(output) + "\n")
+                sys.stdout.write(dumps(output) + "\n")
             sys.stdout.flush()
             sys.stderr.flush()
         finally:
@@ -276,8 +283,35 @@ class _Answer:
         )
 
 
-def hook_main(args: list[str]) -> int:
-    """Run one hook call; always fail open, except that a body which may not act is denied."""
+def _whole_process(given: bool | None, command: str) -> bool:
+    """Whether this call is the whole process (``onstation hook ...``, ``onstation
+    statusline``), not a call made in-process by a caller that goes on afterwards (a test, a
+    driver)."""
+    if given is not None:
+        return given
+    return sys.argv[1:2] == [command]
+
+
+def _exit_now(code: int) -> None:
+    """End the process at once, the answer flushed: the fast path's SQLite connection is left
+    open, so SQLite's close never checkpoints and deletes the WAL (five fsyncs on every call;
+    the next process reads the WAL instead, and ``relief.hotpath.settle_wal`` keeps it
+    small), and the interpreter's teardown is skipped. Nothing else is pending: the call's
+    one write was committed, and its answer is out."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def hook_main(args: list[str], *, whole_process: bool | None = None) -> int:
+    """Run one hook call; always fail open, except that a body which may not act is denied.
+
+    ``whole_process`` (default: whether the process was started as ``onstation hook``): end
+    the process here, without closing the fast path's connection (:func:`_exit_now`), once
+    the fast path has answered.
+    """
     from onstation.harness.adapters import HOOK_HARNESSES, adapter
 
     args, db = _split_db(args)
@@ -288,21 +322,35 @@ def hook_main(args: list[str]) -> int:
     budget = _budget()
     deadline = time.monotonic() + budget / 2
     progress: dict[str, Any] = {}
+    kept: list[Any] = []  # the fast path's open connection, if it answered
     answer = _Answer(adapter(harness), event, budget, progress)
     try:
-        output, notes, code = _run(harness, event, db, deadline, progress)
+        output, notes, code = _run(harness, event, db, deadline, progress, kept)
     except Exception as exc:
         output, notes, code = None, [f"hook {event} failed open: {exc!r}"], 0
     except BaseException:
         answer.cancel()
+        for conn in kept:
+            conn.close()
         raise
-    return answer.give(output, notes, code)
+    code = answer.give(output, notes, code)
+    if kept and _whole_process(whole_process, "hook"):
+        _exit_now(code)
+    for conn in kept:
+        conn.close()
+    return code
 
 
 def _run(
-    harness: str, event: str, db: str | None, deadline: float, progress: dict[str, Any]
+    harness: str,
+    event: str,
+    db: str | None,
+    deadline: float,
+    progress: dict[str, Any],
+    kept: list[Any] | None = None,
 ) -> tuple[dict[str, Any] | None, list[str], int]:
-    """(JSON to print, notes for stderr, exit code) of one call."""
+    """(JSON to print, notes for stderr, exit code) of one call; the fast path's connection,
+    when it answered, is left open in ``kept``."""
     from onstation.harness.adapters import HookCall
 
     raw, oversized = _read_stdin()
@@ -318,7 +366,7 @@ def _run(
         try:
             from onstation.relief.hotpath import NOT_HANDLED, try_fast
 
-            answered = try_fast(call, db, deadline)
+            answered = try_fast(call, db, deadline, keep=kept)
             if answered is not NOT_HANDLED:
                 return answered if isinstance(answered, dict) else None, [], 0
         except Exception as exc:
@@ -443,8 +491,11 @@ def _wrapped(command: str, raw: bytes) -> str:
     return done.stdout.decode("utf-8", "replace").rstrip("\n")
 
 
-def statusline_main(args: list[str]) -> int:
-    """Record the status line's telemetry and print one line: tier, percent, generation."""
+def statusline_main(args: list[str], *, whole_process: bool | None = None) -> int:
+    """Record the status line's telemetry and print one line: tier, percent, generation.
+
+    The common line (an admitted body, its tier unchanged) is answered on the fast path
+    (:mod:`onstation.relief.fast_status`); ``whole_process`` as for :func:`hook_main`."""
     args, db = _split_db(args)
     wrap: str | None = None
     if args[:1] == ["--wrap"] and len(args) == 2:
@@ -455,15 +506,35 @@ def statusline_main(args: list[str]) -> int:
     raw = sys.stdin.buffer.read(MAX_PAYLOAD)
     before = _wrapped(wrap, raw) if wrap else ""
     line = "onstation: no telemetry"
+    kept: list[Any] = []  # the fast path's open connection, if it answered
     try:
-        payload = json.loads(raw.decode("utf-8"))
+        payload = loads(raw.decode("utf-8"))
         if isinstance(payload, dict):
-            line = _status_line(payload, db)
+            line = _fast_status_line(payload, db, kept) or _status_line(payload, db)
     except Exception as exc:
         message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
         _note(f"statusline failed open: {message}")
     sys.stdout.write((before + "\n" if before else "") + line + "\n")
+    if kept and _whole_process(whole_process, "statusline"):
+        _exit_now(0)
+    for conn in kept:
+        conn.close()
     return 0
+
+
+def _fast_status_line(payload: dict[str, Any], db: str | None, kept: list[Any]) -> str | None:
+    """The fast path's line, or None for the full path (``ONSTATION_HOOK_FAST_PATH=off``
+    sends every call there, as for the hooks)."""
+    if os.environ.get("ONSTATION_HOOK_FAST_PATH", "on") == "off":
+        return None
+    from onstation.relief.fast_status import try_status
+
+    try:
+        line = try_status(payload, db, keep=kept)
+    except Exception as exc:  # the full path answers, and says what is wrong if it is
+        _note(f"statusline fast path skipped: {getattr(exc, 'message', None) or exc}")
+        return None
+    return line if isinstance(line, str) else None
 
 
 def _status_line(payload: dict[str, Any], db: str | None) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from gettext import gettext as _
 from typing import Any
 
@@ -24,15 +23,31 @@ except ImportError:  # pragma: no cover - click < 8.4 suggests no close matches
     _NoSuchCommand = None  # type: ignore[assignment, misc]  # absent from older click
 
 
-@dataclass(frozen=True)
 class LazyCommand:
-    """Where a subcommand lives and what ``--help`` says of it before it is imported."""
+    """Where a subcommand lives and what ``--help`` says of it before it is imported.
 
-    #: ``"package.module:attribute"``, the attribute being the click command or group.
-    import_path: str
-    #: The command's short help, untruncated: ``command.get_short_help_str(limit)`` for an
-    #: unbounded limit (its first sentence).
-    short_help: str
+    A plain class, not a dataclass: every command builds the whole table, and making a
+    dataclass costs as much as a small module's import."""
+
+    __slots__ = ("import_path", "short_help")
+
+    def __init__(self, import_path: str, short_help: str) -> None:
+        #: ``"package.module:attribute"``, the attribute being the click command or group.
+        self.import_path = import_path
+        #: The command's short help, untruncated: ``command.get_short_help_str(limit)`` for
+        #: an unbounded limit (its first sentence).
+        self.short_help = short_help
+
+    def __repr__(self) -> str:
+        return f"LazyCommand({self.import_path!r}, {self.short_help!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LazyCommand):
+            return NotImplemented
+        return (self.import_path, self.short_help) == (other.import_path, other.short_help)
+
+    def __hash__(self) -> int:
+        return hash((self.import_path, self.short_help))
 
     def load(self) -> click.Command:
         """Import the command."""

@@ -14,7 +14,6 @@ The arithmetic is :mod:`onstation.core.compaction`'s; this module only reads.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 
@@ -24,6 +23,7 @@ from onstation.core.compaction import (
     compaction_warning,
     tiers_past_compaction,
 )
+from onstation.core.fastjson import loads
 
 TYPE_CHECKING = False  # imported on the hook path: typing costs import time
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def _json_file(path: str) -> Mapping[str, object] | None:
     if len(raw) > _MAX_SETTINGS_BYTES:
         return None
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = loads(raw.decode("utf-8"))
     except (ValueError, RecursionError):
         return None
     return data if isinstance(data, Mapping) else None

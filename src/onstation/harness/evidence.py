@@ -30,6 +30,12 @@ own environment (it predicts what the agent's git will do, so it must see the ag
 use, and returns it as the plan layer's :class:`~onstation.plan.evidence.GitEvidence`. The
 remote URL is scrubbed of credentials here, where it is collected
 (:func:`onstation.core.redact.scrub_url`), so no reader of the evidence ever holds one.
+Every name a collection resolves goes to git in one ``git cat-file --batch-check``.
+
+:class:`EvidenceCache` is one relief's reader: its brief and its capsule collect through it,
+and the second collection reuses what the first proved while ``git status`` still shows the
+same HEAD, the same index and no tracked file that differs from the index (issue 14: a
+relief used to start about 16 git processes, now about 5).
 
 :func:`commit_of` checks that a recorded base still names a commit, and :func:`commits_since`
 lists the commits of a body's work (``git log BASE..HEAD``), bounded, their subjects redacted
@@ -45,10 +51,10 @@ import os
 import re
 import signal
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, overload
+from typing import Literal, TypeVar, cast, overload
 
 from onstation.core.redact import redact, scrub_url
 from onstation.plan.evidence import DiffEntry, GitEvidence, WorkTreeDiff
@@ -60,6 +66,7 @@ __all__ = [
     "Commit",
     "CommitLog",
     "DiffEntry",
+    "EvidenceCache",
     "GitEvidence",
     "WorkTreeDiff",
     "collect",
@@ -70,6 +77,7 @@ __all__ = [
 ]
 
 GIT_TIMEOUT = 30.0
+_T = TypeVar("_T")
 _POLICY_ENV = {
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_PAGER": "cat",
@@ -94,6 +102,7 @@ def git(
     strip: bool = ...,
     timeout: float = ...,
     env: Mapping[str, str] | None = ...,
+    feed: bytes | None = ...,
 ) -> str: ...
 
 
@@ -105,6 +114,7 @@ def git(
     strip: bool = ...,
     timeout: float = ...,
     env: Mapping[str, str] | None = ...,
+    feed: bytes | None = ...,
 ) -> str | None: ...
 
 
@@ -115,12 +125,14 @@ def git(
     strip: bool = True,
     timeout: float = GIT_TIMEOUT,
     env: Mapping[str, str] | None = None,
+    feed: bytes | None = None,
 ) -> str | None:
     """The stdout of ``git -C cwd ARGS`` under the module's policy, or None when git fails
-    (raises instead with ``check=True``); ``env`` is added to the policy environment."""
+    (raises instead with ``check=True``); ``env`` is added to the policy environment and
+    ``feed``, if given, is git's whole stdin."""
     argv = ["git", "-C", os.fspath(cwd), *args]
     try:
-        code, out, err = run_captured(argv, timeout=timeout, env=git_environment(env))
+        code, out, err = run_captured(argv, timeout=timeout, env=git_environment(env), feed=feed)
     except (OSError, subprocess.TimeoutExpired):
         if check:
             raise
@@ -133,23 +145,29 @@ def git(
 
 
 def run_captured(
-    argv: list[str], *, timeout: float, env: Mapping[str, str], cwd: str | None = None
+    argv: list[str],
+    *,
+    timeout: float,
+    env: Mapping[str, str],
+    cwd: str | None = None,
+    feed: bytes | None = None,
 ) -> tuple[int, str, str]:
     """(exit code, stdout, stderr) of ``argv`` run the way every git of onstation runs: no
-    stdin, no terminal, a new session whose whole process group is killed on timeout (which
-    raises :class:`subprocess.TimeoutExpired`). The environment is the caller's choice:
-    :func:`git` passes its policy; the effect classifier passes the agent's own."""
+    stdin (or only the bytes of ``feed``, then end of file), no terminal, a new session whose
+    whole process group is killed on timeout (which raises
+    :class:`subprocess.TimeoutExpired`). The environment is the caller's choice: :func:`git`
+    passes its policy; the effect classifier passes the agent's own."""
     with subprocess.Popen(
         argv,
         cwd=cwd,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL if feed is None else subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
         start_new_session=True,
     ) as proc:
         try:
-            out, err = proc.communicate(timeout=timeout)
+            out, err = proc.communicate(feed, timeout=timeout)
         except BaseException:  # the timeout, or Ctrl-C: nothing git started may stay behind
             # The new session's process group: git and whatever it started (pager, helper).
             with contextlib.suppress(ProcessLookupError):
@@ -173,6 +191,10 @@ def _names(out: str | None) -> tuple[str, ...]:
     return tuple(sorted(n for n in (out or "").splitlines() if n))
 
 
+#: A full commit id (SHA-1 or SHA-256 object format).
+_FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
 @dataclass(frozen=True)
 class _Status:
     """What one ``git status --porcelain=v2 --branch`` says of a work tree."""
@@ -182,6 +204,24 @@ class _Status:
     upstream: str | None
     dirty: bool
     untracked: tuple[str, ...]
+    #: Every record but the untracked files' (the branch headers; each changed, renamed or
+    #: unmerged entry with its modes and object ids): equal records mean the same HEAD, the
+    #: same upstream distance and the same index.
+    tracked: tuple[str, ...] = ()
+    #: Some tracked entry's work-tree file differs from the index (or is unmerged): its
+    #: content is in no record, so no answer about the work tree can be reused.
+    worktree_changed: bool = False
+    #: No tracked entry differs from HEAD, in the index or in the work tree.
+    clean: bool = True
+
+    @property
+    def worktree_proven(self) -> bool:
+        """Whether the records prove the whole tracked work tree: no file differs from the
+        index, and no untracked ``.gitattributes`` (its content could change how a diff reads
+        without changing any record)."""
+        return not self.worktree_changed and not any(
+            path.rpartition("/")[2] == ".gitattributes" for path in self.untracked
+        )
 
 
 def _status(ws: str) -> _Status | None:
@@ -196,12 +236,21 @@ def _status(ws: str) -> _Status | None:
     branch = head = upstream = None
     has_ab = False
     dirty = False
+    worktree_changed = False
+    clean = True
     untracked: list[str] = []
+    tracked: list[str] = []
     records = out.split("\0")
     i = 0
     while i < len(records):
         record = records[i]
         i += 1
+        if record.startswith("? "):
+            dirty = True
+            untracked.append(record[2:])
+            continue
+        if record:
+            tracked.append(record)
         if record.startswith("# branch.oid "):
             oid = record[len("# branch.oid ") :]
             head = None if oid == "(initial)" else oid
@@ -212,23 +261,26 @@ def _status(ws: str) -> _Status | None:
             upstream = record[len("# branch.upstream ") :]
         elif record.startswith("# branch.ab "):
             has_ab = True  # only when the upstream's ref exists
-        elif record.startswith("? "):
-            dirty = True
-            untracked.append(record[2:])
-        elif record[:2] in ("1 ", "u ", "! "):
-            dirty = dirty or not record.startswith("! ")
-        elif record.startswith("2 "):
-            dirty = True
-            i += 1  # a rename's original path follows as its own record
-    return _Status(branch, head, upstream if has_ab else None, dirty, tuple(sorted(untracked)))
+        elif record.startswith(("1 ", "2 ")):
+            dirty, clean = True, False
+            # "1 XY ...": Y is the work tree against the index ("." when they agree).
+            worktree_changed = worktree_changed or record[3:4] != "."
+            if record.startswith("2 ") and i < len(records):
+                tracked.append(records[i])
+                i += 1  # a rename's original path follows as its own record
+        elif record.startswith("u "):
+            dirty, clean, worktree_changed = True, False, True
+        elif record.startswith("! "):
+            pass  # ignored files are not asked for; never a change
+    return _Status(branch, head, upstream if has_ab else None, dirty, tuple(sorted(untracked)),
+                   tuple(tracked), worktree_changed, clean)  # fmt: skip
 
 
-def _remote(ws: str) -> tuple[str | None, str | None]:
-    """(name, fetch URL) of ``origin``, else of the first remote; (None, None) without one.
-    One ``git remote -v`` (URLs as git resolves them, ``insteadOf`` applied) instead of a
-    listing and a lookup."""
+def _parse_remotes(out: str | None) -> tuple[str | None, str | None]:
+    """(name, fetch URL) of ``origin``, else of the first remote; (None, None) without one,
+    from ``git remote -v`` (URLs as git resolves them, ``insteadOf`` applied)."""
     urls: dict[str, str] = {}
-    for line in (git(ws, "remote", "-v") or "").splitlines():
+    for line in (out or "").splitlines():
         name, _, rest = line.partition("\t")
         url, _, kind = rest.rpartition(" ")
         if kind == "(fetch)" and name and url:
@@ -266,83 +318,6 @@ def _work_diff(ws: str, against: str) -> tuple[str | None, list[DiffEntry], str 
     return stat, files, patch
 
 
-def collect(workspace: str | os.PathLike[str], base: str | None = None) -> GitEvidence:
-    """Everything git can say, read-only, about ``workspace`` (see
-    :class:`~onstation.plan.evidence.GitEvidence` for what each field means).
-
-    ``base`` is the base of the work when the caller knows it; without it the brief's base
-    is found (upstream, else ``main`` / ``master``, else HEAD) and the capsule's diff is
-    taken against HEAD. A ``base`` that names no commit is recorded, not refused: refusing
-    is the reader's decision.
-    """
-    ws = str(Path(workspace))
-    # One status answers what used to take six calls: whether this is a work tree, the
-    # branch, HEAD, the upstream (only when its ref exists: the ahead/behind line), whether
-    # anything changed and which files are untracked.
-    status = _status(ws)
-    if status is None:
-        return GitEvidence(workspace=ws, repository=False, requested_base=base)
-    branch, head, upstream = status.branch, status.head, status.upstream
-    tree = _line(ws, "rev-parse", "--verify", "--quiet", "HEAD^{tree}") if head else None
-
-    requested_commit = None
-    if base is not None and not base.startswith("-"):  # never an option to git
-        requested_commit = _line(ws, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
-
-    chosen = base if base is not None else upstream
-    if chosen is None:
-        for candidate in ("main", "master"):
-            if candidate != branch and git(ws, "rev-parse", "--verify", "-q", candidate):
-                chosen = candidate
-                break
-    merge_base = None
-    if chosen is not None and head is not None and not chosen.startswith("-"):
-        merge_base = git(ws, "merge-base", chosen, "HEAD")
-    if merge_base is None and head is not None:
-        merge_base, chosen = head, chosen or "HEAD"
-    changed: tuple[str, ...] = ()
-    if merge_base is not None:
-        changed = _names(git(ws, "diff", "--name-only", merge_base))
-    untracked = status.untracked
-
-    diff = None
-    against = requested_commit or head
-    if against is not None:
-        stat, files, patch = _work_diff(ws, against)
-        diff = WorkTreeDiff(
-            against=against,
-            stat=stat,
-            files=tuple(files),
-            patch_sha256=None
-            if patch is None
-            else hashlib.sha256(patch.encode("utf-8")).hexdigest(),
-        )
-
-    remote_name, remote_url = _remote(ws)
-    if remote_url is not None:
-        # Secrets never travel: ``https://user:TOKEN@host`` is scrubbed before anyone reads it.
-        remote_url = scrub_url(remote_url)
-    return GitEvidence(
-        workspace=ws,
-        repository=True,
-        branch=branch,
-        head=head,
-        tree=tree,
-        base_ref=chosen,
-        merge_base=merge_base,
-        requested_base=base,
-        requested_base_commit=requested_commit,
-        remote_name=remote_name,
-        remote_url=remote_url,
-        changed_files=changed,
-        untracked_files=untracked,
-        dirty=status.dirty,
-        diff=diff,
-    )
-
-
-#: A full commit id (SHA-1 or SHA-256 object format).
-_FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 #: The most commits :func:`commits_since` lists (the newest), and a subject's longest form.
 MAX_COMMITS = 30
 MAX_SUBJECT = 160
@@ -364,6 +339,235 @@ class CommitLog:
     base: str
     commits: tuple[Commit, ...]
     total: int | None
+
+
+def _lookup_safe(name: str) -> bool:
+    """A name that can go to git on a line of its own and never as an option."""
+    return bool(name) and not name.startswith("-") and not ({"\n", "\r", "\0"} & set(name))
+
+
+def _immutable(name: str) -> bool:
+    """Whether what ``name`` names can never change: a full object id, peeled or not."""
+    bare = name.removesuffix("^{commit}").removesuffix("^{tree}")
+    return _FULL_ID.fullmatch(bare) is not None
+
+
+class EvidenceCache:
+    """The git evidence of one relief: each question asked once, each answer kept only while
+    what proves it still holds.
+
+    Every :meth:`collect` runs ``git status`` first; that answer is the proof. Kept, for
+    the cache's life (one relief):
+
+    - what a full object id names (a commit's tree, a base that is a commit id), merge bases
+      of two full ids and commit logs between two full ids: objects never change;
+    - the work tree's changes (the diff against a commit, the names changed since a commit)
+      while the status records every tracked change with its object ids (equal records, no
+      work-tree file that differs from the index): then the index is the same and the work
+      tree equals it; a work tree with a file that differs from the index is read again;
+    - the remote, read once (the status does not prove configuration; a relief reads it
+      once, as the brief and the capsule of one relief describe one workspace).
+
+    Names that can move (a branch, an upstream) are resolved again by every collection, all
+    in one ``git cat-file --batch-check``. Untracked files always come from the fresh status.
+    """
+
+    def __init__(self) -> None:
+        self._objects: dict[tuple[str, str], str | None] = {}
+        self._merge_bases: dict[tuple[str, str, str], str | None] = {}
+        self._logs: dict[tuple[str, str, str, int], CommitLog | None] = {}
+        self._worktree: dict[tuple[object, ...], object] = {}
+        self._remotes: dict[str, tuple[str | None, str | None]] = {}
+
+    # -- single answers ---------------------------------------------------------------------
+
+    def resolve(self, workspace: str | os.PathLike[str], names: list[str]) -> dict[str, str | None]:
+        """The object id each of ``names`` names, or None (also for a name that could be read
+        as an option or holds a line break), from one ``git cat-file --batch-check`` for every
+        name not already known."""
+        ws = str(Path(workspace))
+        found: dict[str, str | None] = {}
+        ask: list[str] = []
+        for name in dict.fromkeys(names):
+            if (ws, name) in self._objects:
+                found[name] = self._objects[(ws, name)]
+            elif not _lookup_safe(name):
+                found[name] = None
+            else:
+                ask.append(name)
+        if ask:
+            feed = "".join(f"{name}\n" for name in ask).encode("utf-8", "surrogateescape")
+            out = git(ws, "cat-file", "--batch-check=%(objectname)", feed=feed, strip=False)
+            lines = (out or "").splitlines()
+            if out is None or len(lines) != len(ask):
+                lines = [""] * len(ask)  # git could not answer: nothing is known
+            for name, line in zip(ask, lines, strict=True):
+                oid = line if _FULL_ID.fullmatch(line) else None  # else "NAME missing"
+                found[name] = oid
+                if out is not None and _immutable(name):
+                    self._objects[(ws, name)] = oid
+        return found
+
+    def commit_of(self, workspace: str | os.PathLike[str], revision: str | None) -> str | None:
+        """As :func:`commit_of`; a full id's answer is kept."""
+        if not revision or revision.startswith("-"):  # never an option to git
+            return None
+        name = f"{revision}^{{commit}}"
+        return self.resolve(workspace, [name])[name]
+
+    def _merge_base(self, ws: str, one: str, head: str) -> str | None:
+        if one == head:
+            return head  # a commit is its own merge base with itself
+        key = (ws, one, head)
+        if key not in self._merge_bases:
+            self._merge_bases[key] = git(ws, "merge-base", one, head)
+        return self._merge_bases[key]
+
+    def _from_worktree(
+        self, ws: str, status: _Status, key: tuple[str, str], read: Callable[[], _T]
+    ) -> _T:
+        if not status.worktree_proven:
+            return read()
+        full = (ws, status.tracked, *key)
+        if full not in self._worktree:
+            self._worktree[full] = read()
+        return cast(_T, self._worktree[full])
+
+    def _diff(self, ws: str, status: _Status, against: str) -> tuple[str | None, list[DiffEntry],
+                                                                   str | None]:  # fmt: skip
+        if status.clean and against == status.head:
+            # No tracked entry differs from HEAD anywhere: git diff HEAD prints nothing.
+            return "", [], ""
+        return self._from_worktree(ws, status, ("diff", against), lambda: _work_diff(ws, against))
+
+    def _changed(self, ws: str, status: _Status, since: str) -> tuple[str, ...]:
+        if status.clean and since == status.head:
+            return ()
+        return self._from_worktree(
+            ws, status, ("names", since), lambda: _names(git(ws, "diff", "--name-only", since))
+        )
+
+    def _remote(self, ws: str) -> tuple[str | None, str | None]:
+        if ws not in self._remotes:
+            self._remotes[ws] = _parse_remotes(git(ws, "remote", "-v"))
+        return self._remotes[ws]
+
+    # -- the evidence -----------------------------------------------------------------------
+
+    def collect(self, workspace: str | os.PathLike[str], base: str | None = None) -> GitEvidence:
+        """As :func:`collect`, reusing what this cache already proved."""
+        ws = str(Path(workspace))
+        # One status answers what used to take six calls: whether this is a work tree, the
+        # branch, HEAD, the upstream (only when its ref exists: the ahead/behind line), whether
+        # anything changed and which files are untracked.
+        status = _status(ws)
+        if status is None:
+            return GitEvidence(workspace=ws, repository=False, requested_base=base)
+        branch, head, upstream = status.branch, status.head, status.upstream
+        tree_name = f"{head}^{{tree}}"
+        base_name = f"{base}^{{commit}}"
+        candidates = [c for c in ("main", "master") if c != branch]
+        names = [tree_name] if head else []
+        if base is not None:
+            names.append(base_name)
+        elif upstream is not None:
+            names.append(upstream)
+        else:
+            names += candidates
+        found = self.resolve(ws, names)  # one process for every name, none when all known
+        tree = found[tree_name] if head else None
+        requested_commit = found[base_name] if base is not None else None
+
+        chosen = base if base is not None else upstream
+        chosen_id = requested_commit if base is not None else found.get(upstream or "")
+        if chosen is None:
+            for candidate in candidates:
+                if found.get(candidate) is not None:
+                    chosen, chosen_id = candidate, found[candidate]
+                    break
+        merge_base = None
+        if chosen_id is not None and head is not None:  # never an option: resolve() refused it
+            merge_base = self._merge_base(ws, chosen_id, head)
+        if merge_base is None and head is not None:
+            merge_base, chosen = head, chosen or "HEAD"
+
+        diff = None
+        files: list[DiffEntry] = []
+        against = requested_commit or head
+        if against is not None:
+            stat, files, patch = self._diff(ws, status, against)
+            diff = WorkTreeDiff(
+                against=against,
+                stat=stat,
+                files=tuple(files),
+                patch_sha256=None
+                if patch is None
+                else hashlib.sha256(patch.encode("utf-8")).hexdigest(),
+            )
+        changed: tuple[str, ...] = ()
+        if merge_base is not None:
+            kinds = {f.status for f in files}
+            if (merge_base == against and diff is not None and diff.stat is not None
+                    and not ({"D", "A"} <= kinds) and "U" not in kinds):  # fmt: skip
+                # The diff just read names them: without a deleted and an added path there is
+                # no rename for --name-only to fold, and no unmerged path to list twice.
+                changed = tuple(sorted(f.path for f in files))
+            else:
+                changed = self._changed(ws, status, merge_base)
+
+        remote_name, remote_url = self._remote(ws)
+        if remote_url is not None:
+            # Secrets never travel: ``https://user:TOKEN@host`` is scrubbed before anyone reads it.
+            remote_url = scrub_url(remote_url)
+        return GitEvidence(
+            workspace=ws,
+            repository=True,
+            branch=branch,
+            head=head,
+            tree=tree,
+            base_ref=chosen,
+            merge_base=merge_base,
+            requested_base=base,
+            requested_base_commit=requested_commit,
+            remote_name=remote_name,
+            remote_url=remote_url,
+            changed_files=changed,
+            untracked_files=status.untracked,
+            dirty=status.dirty,
+            diff=diff,
+        )
+
+    def commits_since(
+        self, workspace: str | os.PathLike[str], base: str, *, head: str | None,
+        limit: int = MAX_COMMITS,
+    ) -> CommitLog | None:  # fmt: skip
+        """As :func:`commits_since`, up to ``head`` (the collected evidence's HEAD, so the log
+        and the evidence describe one moment); None without a head."""
+        ws = str(Path(workspace))
+        if limit < 1 or head is None:
+            return None
+        resolved = base if _FULL_ID.fullmatch(base) else self.commit_of(ws, base)
+        if resolved is None:
+            return None
+        if resolved == head:
+            return CommitLog(base=resolved, commits=(), total=0)  # nothing since HEAD itself
+        key = (ws, resolved, head, limit)
+        if key not in self._logs:
+            self._logs[key] = _log(ws, resolved, head, limit)
+        return self._logs[key]
+
+
+def collect(workspace: str | os.PathLike[str], base: str | None = None) -> GitEvidence:
+    """Everything git can say, read-only, about ``workspace`` (see
+    :class:`~onstation.plan.evidence.GitEvidence` for what each field means).
+
+    ``base`` is the base of the work when the caller knows it; without it the brief's base
+    is found (upstream, else ``main`` / ``master``, else HEAD) and the capsule's diff is
+    taken against HEAD. A ``base`` that names no commit is recorded, not refused: refusing
+    is the reader's decision. A relief that collects more than once shares one
+    :class:`EvidenceCache` instead.
+    """
+    return EvidenceCache().collect(workspace, base)
 
 
 def commit_of(workspace: str | os.PathLike[str], revision: str | None) -> str | None:
@@ -396,10 +600,14 @@ def commits_since(
     resolved = base if _FULL_ID.fullmatch(base) else commit_of(ws, base)
     if resolved is None:
         return None
-    span = f"{resolved}..HEAD"
+    return _log(ws, resolved, "HEAD", limit)
+
+
+def _log(ws: str, resolved: str, tip: str, limit: int) -> CommitLog | None:
+    """The commits ``RESOLVED..TIP``, newest first, at most ``limit`` (and how many in all)."""
     # One more than the limit tells whether the log was cut; only then is the total counted.
     out = git(ws, "log", "--no-show-signature", "--no-decorate", "--no-color",
-              f"--max-count={limit + 1}", "--format=%H %s", f"{resolved}^{{commit}}..HEAD",
+              f"--max-count={limit + 1}", "--format=%H %s", f"{resolved}^{{commit}}..{tip}",
               "--", strip=False)  # fmt: skip
     if out is None:
         return None
@@ -410,6 +618,6 @@ def commits_since(
             commits.append(Commit(commit=commit, subject=_subject(subject)))
     total: int | None = len(commits)
     if len(commits) > limit:
-        count = git(ws, "rev-list", "--count", span, "--")
+        count = git(ws, "rev-list", "--count", f"{resolved}..{tip}", "--")
         total = int(count) if count is not None and count.isdigit() else None
     return CommitLog(base=resolved, commits=tuple(commits[:limit]), total=total)

@@ -12,12 +12,12 @@ this module is imported on the hook hot path.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping
 
 from onstation.core.errors import BadInput
+from onstation.core.fastjson import loads, loads_bytes
 from onstation.core.frozen import FrozenRecord
 from onstation.core.hull import (
     DEFAULT_WINDOW,
@@ -48,7 +48,7 @@ FORMAT_CLAUDE_CODE: Final = "claude-code"
 FORMAT_CODEX: Final = "codex"
 
 # Indirection so tests can observe which lines get parsed; also avoids an attribute lookup.
-_loads: Callable[[bytes], Any] = json.loads
+_loads: Callable[[bytes], Any] = loads_bytes
 
 
 _FIELD_ORDER: Final = (
@@ -117,7 +117,7 @@ class TranscriptCursor(FrozenRecord):
         """The cursor stored by :meth:`to_json` (a dict or its JSON text); BadInput if malformed."""
         if isinstance(data, str):
             try:
-                data = json.loads(data)
+                data = loads(data)
             except ValueError as exc:
                 raise BadInput(f"transcript cursor: not JSON ({exc})") from None
         if not isinstance(data, Mapping):

@@ -11,7 +11,7 @@ load the whole ledger.
 
 from __future__ import annotations
 
-from importlib import import_module
+import sys
 
 TYPE_CHECKING = False  # the hook fast path imports this package: typing costs import time
 
@@ -70,6 +70,7 @@ def __getattr__(name: str) -> Any:
     where = _WHERE.get(name)
     if where is None:
         raise AttributeError(f"module 'onstation.ledger' has no attribute {name!r}")
-    value = getattr(import_module(where), name)
+    __import__(where)  # not importlib: it costs the hook fast path an import
+    value = getattr(sys.modules[where], name)
     globals()[name] = value
     return value

@@ -140,6 +140,27 @@ class _SqliteTx:
         self._conn.execute(sql, tuple(params))
 
 
+class _SqliteWrite:
+    """A writing transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any error),
+    as a plain context manager: it is entered on every ledger write."""
+
+    __slots__ = ("_conn", "_path")
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self._conn = conn
+        self._path = path
+
+    def __enter__(self) -> Tx:
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise LedgerUnavailable(f"ledger {self._path} is busy: {exc}") from exc
+        return _SqliteTx(self._conn)
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        self._conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+
+
 class SqliteBackend:
     """The embedded default: one file, WAL, synchronous=FULL, BEGIN IMMEDIATE for every write."""
 
@@ -199,18 +220,8 @@ class SqliteBackend:
             if mode & stat.S_IWOTH:
                 raise UnsafeLedger(f"ledger {path} is writable by others; refusing to open it")
 
-    @contextmanager
-    def write(self) -> Iterator[Tx]:
-        try:
-            self._conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise LedgerUnavailable(f"ledger {self.path} is busy: {exc}") from exc
-        try:
-            yield _SqliteTx(self._conn)
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
+    def write(self) -> _SqliteWrite:
+        return _SqliteWrite(self._conn, self.path)
 
     @contextmanager
     def read(self) -> Iterator[Tx]:
@@ -357,6 +368,28 @@ class _PgTx:
         self._conn.execute(self._sql(sql), tuple(params))
 
 
+class _PgPipelinedTx(_PgTx):
+    """A writing transaction in psycopg's pipeline mode: statements are queued and go to the
+    server together when a result is first needed.
+
+    ``send`` does not wait at all (its errors surface at the next read, or at COMMIT, and
+    fail the whole transaction as before); ``one`` and ``all`` wait for their own rows,
+    flushing what was queued before them in the same round trip; ``run`` waits for its row
+    count. The server still runs the statements one after another, each with its own
+    snapshot at READ COMMITTED, so a lock taken by a sent statement is held before the
+    next statement's snapshot is taken.
+    """
+
+    def __init__(self, conn: psycopg.Connection[Any], pipeline: psycopg.Pipeline) -> None:
+        super().__init__(conn)
+        self._pipeline = pipeline
+
+    def run(self, sql: str, params: Params = ()) -> int:
+        cur = self._conn.execute(self._sql(sql), tuple(params))
+        self._pipeline.sync()  # the row count arrives with the result
+        return cur.rowcount
+
+
 class PostgresBackend:
     """Many hosts, one ledger: psycopg 3 at READ COMMITTED with row locks for every CAS.
 
@@ -374,6 +407,9 @@ class PostgresBackend:
                 "PostgreSQL support is not installed: pip install 'onstation[postgres]'"
             ) from exc
         self._psycopg = psycopg
+        status = psycopg.pq.TransactionStatus
+        #: A transaction still open on the server: idle inside it, or failed.
+        self._open_states = (status.INTRANS, status.INERROR)
         self.url = url
         parts = urlsplit(url)
         query = dict(parse_qsl(parts.query))
@@ -416,8 +452,21 @@ class PostgresBackend:
 
     @contextmanager
     def write(self) -> Iterator[Tx]:
-        with self._conn.transaction():
-            yield _PgTx(self._conn)
+        # BEGIN, the statements and COMMIT are pipelined: BEGIN travels with the first
+        # statement and a statement whose outcome is not read now (``send``) with the next
+        # one, so a fence or an admission costs two round trips instead of one per statement.
+        conn = self._conn
+        try:
+            with conn.pipeline() as pipeline:
+                conn.execute(b"BEGIN")
+                yield _PgPipelinedTx(conn, pipeline)
+                conn.execute(b"COMMIT")
+            # Leaving the pipeline syncs it: a failed statement or COMMIT raises here.
+        except BaseException:
+            # A failed COMMIT has already ended the transaction; anything else left it open.
+            if conn.pgconn.transaction_status in self._open_states:
+                conn.execute(b"ROLLBACK")
+            raise
 
     @contextmanager
     def read(self) -> Iterator[Tx]:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any, Self, TypeVar
 
 from onstation.core.effects import (
@@ -23,6 +24,7 @@ from onstation.core.errors import (
 )
 from onstation.core.governor import RespawnPolicy
 from onstation.core.leases import GuardOutcome, LeaseState, judge_write
+from onstation.core.names import validate_free_text, validate_name
 from onstation.core.types import (
     AgentNode,
     BodyLease,
@@ -48,11 +50,18 @@ def system_clock() -> datetime:
     return datetime.now(UTC)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+#: Event details as JSON with sorted keys; one encoder, not one per event (json.dumps
+#: builds a new encoder on every call that passes options).
+_event_json = json.JSONEncoder(sort_keys=True).encode
+
+
 def to_us(moment: datetime) -> int:
     """A timezone-aware instant as integer microseconds since the epoch."""
     if moment.tzinfo is None:
         raise BadInput("time must be timezone-aware")
-    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    delta = moment - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
@@ -60,13 +69,38 @@ def from_us(value: int | None) -> datetime | None:
     """Integer microseconds since the epoch as an aware UTC datetime (None stays None)."""
     if value is None:
         return None
-    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=int(value))
+    return _EPOCH + timedelta(microseconds=int(value))
+
+
+@lru_cache(maxsize=1024)
+def _known_name(value: str, field: str) -> str:
+    return validate_name(value, field)
+
+
+@lru_cache(maxsize=1024)
+def _known_text(value: str, field: str, max_length: int) -> str:
+    return validate_free_text(value, field, max_length)
+
+
+def check_name(value: str, field: str) -> None:
+    """:func:`~onstation.core.names.validate_name`, remembering the names it passed: the
+    same few names come back on every call of the hot paths (a refusal is never kept)."""
+    if type(value) is str:
+        _known_name(value, field)
+    else:
+        validate_name(value, field)
+
+
+def check_text(value: str, field: str, max_length: int) -> None:
+    """:func:`~onstation.core.names.validate_free_text`, remembering the texts it passed."""
+    if type(value) is str:
+        _known_text(value, field, max_length)
+    else:
+        validate_free_text(value, field, max_length)
 
 
 def _at(value: int) -> datetime:
-    moment = from_us(value)
-    assert moment is not None
-    return moment
+    return _EPOCH + timedelta(microseconds=int(value))
 
 
 class _CommitThenRaise(Exception):
@@ -132,6 +166,8 @@ class LedgerBase:
         relief_policy: RespawnPolicy | None = None,
     ) -> None:
         self.backend = backend
+        #: This backend's named queries, looked up once (they are asked for per statement).
+        self._queries = queries(backend.name)
         self._clock = clock
         self._unit: UnitOfWork | None = None
         #: The coordinator procedure's cap on self-respawns (3 per 24 h by default).
@@ -171,7 +207,7 @@ class LedgerBase:
 
     def _q(self, name: str) -> str:
         """The named query ``name`` in this backend's dialect (see :mod:`.named_queries`)."""
-        return queries(self.backend.name)[name]
+        return self._queries[name]
 
     def now(self) -> datetime:
         """The ledger's clock (wall time, UTC): the time its records are stamped with."""
@@ -283,8 +319,14 @@ class LedgerBase:
     ) -> None:
         tx.send(
             self._q("event_insert"),
-            (node, kind, generation, actor, json.dumps(detail, sort_keys=True), now),
+            (node, kind, generation, actor, _event_json(detail), now),
         )
+
+    def _event_encoded(
+        self, tx: Tx, now: int, node: str, kind: str, generation: int, actor: str, detail: str
+    ) -> None:
+        """:meth:`_event` with its detail already encoded (as ``_event_json`` would)."""
+        tx.send(self._q("event_insert"), (node, kind, generation, actor, detail, now))
 
     # ----------------------------------------------------------------------------------------
     # rows -> records

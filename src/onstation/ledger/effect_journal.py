@@ -543,6 +543,17 @@ class EffectJournal(LedgerBase):
 
         return self._write(body)
 
+    def open_effects(self, node: str) -> list[Effect]:
+        """The node's effects not yet settled (INTENDED, DISPATCHED, OBSERVED, AMBIGUOUS),
+        oldest first; read through the state index, so flat however long the history."""
+        validate_name(node, "node")
+
+        def body(tx: Tx, _now: int) -> list[Effect]:
+            self._get_node(tx, node)
+            return [self._effect(r) for r in tx.all(self._q("effects_of_node_open"), (node,))]
+
+        return self._read(body)
+
     def effects(self, node: str, *, state: EffectState | None = None) -> list[Effect]:
         """The node's effects, oldest first, optionally only those in one state."""
         validate_name(node, "node")

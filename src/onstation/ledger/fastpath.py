@@ -28,10 +28,26 @@ SESSION_CURSOR = (
     "JOIN agent_node n ON n.name = s.node WHERE s.session_id = ?"
 )
 
-#: Everything the fast path re-checks inside its write transaction.
+#: Everything the fast path re-checks inside its write transaction (the stored reading's
+#: generation and epoch: the fast path only updates a reading of this very body and epoch).
 SESSION_STATE = (
     "SELECT s.node, s.generation, s.state, s.harness, n.generation, l.state, "
-    "l.expires_at, t.tier, l.lease_id FROM body_session s "
+    "l.expires_at, t.tier, l.lease_id, t.generation, t.epoch, s.context_epoch "
+    "FROM body_session s "
+    "JOIN agent_node n ON n.name = s.node "
+    "LEFT JOIN body_lease l ON l.lease_id = s.lease_id "
+    "LEFT JOIN telemetry t ON t.session_id = s.session_id "
+    "WHERE s.session_id = ?"
+)
+
+#: What the status line's fast path re-checks inside its write transaction
+#: (relief/fast_status.py): the session's node, generation and state, its node's generation,
+#: its lease's state and expiry, the window the host declared, the stored reading's tier and
+#: epoch, the session's epoch, its workspace and the stored reading's generation.
+STATUS_SESSION = (
+    "SELECT s.node, s.generation, s.state, n.generation, l.state, l.expires_at, "
+    "s.context_window, t.tier, t.epoch, s.context_epoch, s.workspace, t.generation "
+    "FROM body_session s "
     "JOIN agent_node n ON n.name = s.node "
     "LEFT JOIN body_lease l ON l.lease_id = s.lease_id "
     "LEFT JOIN telemetry t ON t.session_id = s.session_id "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from typing import NoReturn
 
 from onstation.core.errors import (
     BadInput,
@@ -25,8 +26,34 @@ from onstation.ledger.base import (
     _at,
     _check_generation,
     _check_ttl,
+    check_name,
+    check_text,
     from_us,
 )
+
+# The two events of every relief, encoded by hand: the same text json.dumps(detail,
+# sort_keys=True) gives (a test holds them to it), at a fraction of its cost.
+
+
+def _ints(values: list[int]) -> str:
+    return "[" + ", ".join([str(int(v)) for v in values]) + "]"
+
+
+def _acquired_detail(holder: str | None, lease_id: int, ttl_seconds: int) -> str:
+    """The lease.acquired event's detail: holder, lease_id, ttl_seconds."""
+    held = "null" if holder is None else json.dumps(holder)
+    return f'{{"holder": {held}, "lease_id": {int(lease_id)}, "ttl_seconds": {int(ttl_seconds)}}}'
+
+
+def _fenced_detail(
+    previous: int, reason: str, leases: list[int], grants: list[int], generations: list[int]
+) -> str:
+    """The node.fenced event's detail: what the fence revoked, and why."""
+    return (
+        f'{{"fenced_generations": {_ints(generations)}, "previous_generation": {int(previous)}, '
+        f'"reason": {json.dumps(reason)}, "revoked_grants": {_ints(grants)}, '
+        f'"revoked_leases": {_ints(leases)}}}'
+    )
 
 
 class LeaseRecords(LedgerBase):
@@ -45,9 +72,9 @@ class LeaseRecords(LedgerBase):
         by: str = "operator",
     ) -> BodyLease:
         """Admit a body for the node's current generation (one lease per generation, ever)."""
-        validate_name(node, "node")
+        check_name(node, "node")
         if holder is not None:
-            validate_free_text(holder, "holder", 1024)
+            check_text(holder, "holder", 1024)
         _check_ttl(ttl)
         if expect_generation is not None:
             _check_generation(expect_generation, "expected generation")
@@ -61,16 +88,60 @@ class LeaseRecords(LedgerBase):
         expect_generation: int | None, by: str,
     ) -> BodyLease:  # fmt: skip
         """Admit a body inside the caller's transaction (see :meth:`acquire_lease`)."""
-        pg = self.backend.name == "postgres"
-        if pg:
-            # Take the locks first, in their own statement, so that the read below gets a
-            # snapshot taken after them: it then sees a halt or a lease committed while we
-            # waited (a single statement would keep its pre-wait snapshot for the joins).
-            tx.one(self._q("lease_admission_lock"), (node,))
-        # One round trip reads the node (locked), its current lease, any halt in force and
-        # the open episode (and, on PostgreSQL, takes the halt gate in share mode):
-        # admission is on the hot path of every relief.
-        row = tx.one(self._q("lease_admission_read"), (node,))
+        seconds = ttl.total_seconds()
+        expires = now + int(seconds * 1_000_000)
+        if self.backend.name == "postgres":
+            # Take the locks first, in their own statement, so that the statement below gets
+            # a snapshot taken after them: it then sees a halt or a lease committed while we
+            # waited (a single statement would keep its pre-wait snapshot for the joins). Its
+            # row is not read: it travels in the same round trip as the admission.
+            tx.send(self._q("lease_admission_lock"), (node,))
+            # Read, lease and history in one statement, which admits only when the read
+            # allows it: the row says what it saw, so a refusal is explained from it.
+            row = tx.one(
+                self._q("pg_lease_admit"),
+                (node, holder, now, now, expires, expect_generation, expect_generation,
+                 by, json.dumps({"holder": holder, "ttl_seconds": int(seconds)}), now),
+            )  # fmt: skip
+            if row is None or row[8] is None:
+                self._refuse_admission(tx, now, node, row, expect_generation)
+            assert row is not None
+            lease_id, generation = int(row[8]), int(row[0])
+        else:
+            # The lease is inserted only where admission is allowed (BEGIN IMMEDIATE holds
+            # the writer lock, so nothing changes between this and the read that explains a
+            # refusal): one statement on the hot path of every relief.
+            inserted = tx.one(
+                self._q("lease_admit_if_allowed"),
+                (holder, now, now, expires, node, expect_generation, expect_generation),
+            )
+            if inserted is None:
+                read = tx.one(self._q("lease_admission_read"), (node,))
+                self._refuse_admission(tx, now, node, read, expect_generation)
+            assert inserted is not None
+            lease_id, generation = int(inserted[0]), int(inserted[1])
+            self._event_encoded(tx, now, node, "lease.acquired", generation, by,
+                                _acquired_detail(holder, lease_id, int(seconds)))  # fmt: skip
+        acquired = _at(now)
+        return BodyLease(
+            lease_id=lease_id,
+            node=node,
+            generation=generation,
+            state=LeaseState.LIVE,
+            holder=holder,
+            acquired_at=acquired,
+            renewed_at=acquired,
+            expires_at=_at(expires),
+            ended_at=None,
+            end_reason=None,
+            run_id=lease_id,
+        )
+
+    def _refuse_admission(
+        self, tx: Tx, now: int, node: str, row: Row | None, expect_generation: int | None
+    ) -> NoReturn:
+        """Raise why admission was refused, from the admission read's ``row`` (generation,
+        state, current lease id, state, expiry and holder, halt in force, open episode)."""
         if row is None:
             raise BadInput(f"no such node {node!r}", node=node)
         generation, state = int(row[0]), row[1]
@@ -96,47 +167,17 @@ class LeaseRecords(LedgerBase):
                 f"--expect-generation {generation} to admit a new one",
                 node=node, generation=generation, lease_id=int(row[2]),
             )  # fmt: skip
-        expires = now + int(ttl.total_seconds() * 1_000_000)
-        detail = {"holder": holder, "ttl_seconds": int(ttl.total_seconds())}
-        if pg:
-            # Lease, run and history in one statement: one round trip.
-            got = tx.one(
-                self._q("pg_lease_insert_with_event"),
-                (node, generation, holder, now, now, expires, row[7],
-                 node, generation, by, json.dumps(detail), now),
-            )  # fmt: skip
-            assert got is not None
-            lease_id = int(got[0])
-        else:
-            inserted = tx.one(
-                self._q("lease_insert"),
-                (node, generation, holder, now, now, expires, row[7]),
-            )
-            assert inserted is not None
-            lease_id = int(inserted[0])
-            self._event(tx, now, node=node, kind="lease.acquired", generation=generation,
-                        actor=by, lease_id=lease_id, **detail)  # fmt: skip
-        return BodyLease(
-            lease_id=lease_id,
-            node=node,
-            generation=generation,
-            state=LeaseState.LIVE,
-            holder=holder,
-            acquired_at=_at(now),
-            renewed_at=_at(now),
-            expires_at=_at(expires),
-            ended_at=None,
-            end_reason=None,
-            run_id=lease_id,
-        )
+        # The read allows what the write refused: it cannot under the node's lock (or
+        # SQLite's writer lock), but if it ever does, the caller runs it again.
+        raise Conflict(f"admission of {node!r} raced a change; run it again", node=node)
 
     def fence(
         self, node: str, *, expect_generation: int, by: str = "operator", reason: str = "fenced"
     ) -> FenceResult:
         """Compare-and-swap the generation from ``expect_generation`` to the next one, revoking
         the predecessor's lease and grants in the same transaction."""
-        validate_name(node, "node")
-        validate_free_text(reason, "reason", 1024)
+        check_name(node, "node")
+        check_text(reason, "reason", 1024)
         _check_generation(expect_generation, "expected generation")
 
         return self._write(
@@ -149,7 +190,7 @@ class LeaseRecords(LedgerBase):
         """The fence inside the caller's transaction (see :meth:`fence`)."""
         if self.backend.name == "postgres":
             row, fenced, grants = self._fence_statement_pg(tx, now, node, expect_generation,
-                                                           reason)  # fmt: skip
+                                                           by, reason)  # fmt: skip
         else:
             row, fenced, grants = self._fence_statements(tx, now, node, expect_generation,
                                                          reason)  # fmt: skip
@@ -162,12 +203,12 @@ class LeaseRecords(LedgerBase):
             )  # fmt: skip
         new_generation = int(row[0])
         leases = sorted(int(r[0]) for r in fenced)
-        # One event records the whole fence: the new generation and every lease and grant
-        # it revoked (with the generations those leases held).
-        self._event(tx, now, node=node, kind="node.fenced", generation=new_generation,
-                    actor=by, previous_generation=expect_generation, reason=reason,
-                    revoked_leases=leases, revoked_grants=grants,
-                    fenced_generations=sorted(int(r[1]) for r in fenced))  # fmt: skip
+        if self.backend.name != "postgres":  # PostgreSQL's statement wrote it already
+            # One event records the whole fence: the new generation and every lease and grant
+            # it revoked (with the generations those leases held).
+            detail = _fenced_detail(expect_generation, reason, leases, grants,
+                                    sorted(int(r[1]) for r in fenced))  # fmt: skip
+            self._event_encoded(tx, now, node, "node.fenced", new_generation, by, detail)
         return FenceResult(
             node=node,
             previous_generation=expect_generation,
@@ -232,18 +273,23 @@ class LeaseRecords(LedgerBase):
         return row, fenced, sorted(int(r[0]) for r in grants)
 
     def _fence_statement_pg(
-        self, tx: Tx, now: int, node: str, expect: int, reason: str
+        self, tx: Tx, now: int, node: str, expect: int, by: str, reason: str
     ) -> tuple[Row | None, list[Row], list[int]]:
-        """The same fence as one PostgreSQL statement (data-modifying CTEs): one round trip.
+        """The same fence, with its history event, as one PostgreSQL statement
+        (data-modifying CTEs), sent with the node's lock: one round trip.
 
         The first CTE is the compare-and-swap and takes the node's row lock; the others only
         act when it matched, so a lost CAS changes nothing.
         """
         # Lock the node first, in its own statement: at READ COMMITTED each statement takes a
         # fresh snapshot, so the statement below then sees every lease admitted before us
-        # (a data-modifying CTE reads one snapshot, taken before any lock wait).
-        tx.one(self._q("fence_node_lock"), (node,))
-        row = tx.one(self._q("pg_fence_cas_revoke"), (node, expect, now, reason, now, expect))
+        # (a data-modifying CTE reads one snapshot, taken before any lock wait). Its row is
+        # not read, so it is sent in the same round trip as the statement.
+        tx.send(self._q("fence_node_lock"), (node,))
+        row = tx.one(
+            self._q("pg_fence_cas_revoke"),
+            (node, expect, now, reason, now, expect, by, expect, reason, now),
+        )
         if row is None:
             return None, [], []
         fenced: list[Row] = [(int(a), int(b)) for a, b in zip(row[1], row[2], strict=True)]

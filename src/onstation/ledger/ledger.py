@@ -23,6 +23,7 @@ from onstation.core.names import validate_free_text, validate_name
 from onstation.core.types import (
     Event,
 )
+from onstation.ledger.alerts import AlertStore
 from onstation.ledger.backends import Row, Tx
 from onstation.ledger.base import (
     DEFAULT_LEASE_TTL,
@@ -37,11 +38,15 @@ from onstation.ledger.base import (
 )
 from onstation.ledger.effect_journal import EffectJournal
 from onstation.ledger.governance import Governance
+from onstation.ledger.idempotency import IdempotencyStore
 from onstation.ledger.leases import LeaseRecords
 from onstation.ledger.nodes import NodeRecords
+from onstation.ledger.tokens import TokenStore
 
 
-class Ledger(NodeRecords, LeaseRecords, EffectJournal, Governance):
+class Ledger(
+    NodeRecords, LeaseRecords, EffectJournal, Governance, TokenStore, AlertStore, IdempotencyStore
+):
     """The durable store behind one interface, over SQLite or PostgreSQL."""
 
     # ----------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from onstation.core.errors import BadInput
 from onstation.core.redact import count_markers, describe, redact, redact_tree, scrub_url
 from onstation.core.secret_shapes import INVISIBLE
 from onstation.ledger import Ledger
-from onstation.plan.capsule import unsealed
+from onstation.plan.capsule import schema_passed, unsealed
 from onstation.plan.evidence import GitEvidence
 from onstation.plan.incident import iso
 from onstation.plan.schemas import schema_violations
@@ -56,6 +56,9 @@ AGENT_PARTS = frozenset(
     }
 )
 _SUBJECT_PARTS = frozenset({"principal", "workIntent", "planRevision", "episode"})
+#: The agent's parts the payload carries exactly as given (after their redaction).
+_AGENT_VERBATIM = ("nonGoals", "planFrontier", "requiredFacts", "unsupportedClaims", "decisions",
+                   "toolPairs", "tests", "capabilityRequirements", "memoryDisposition")  # fmt: skip
 
 
 @dataclass
@@ -275,6 +278,7 @@ def build_payload(
     if objective is None:
         omissions.append({"part": "objective", "reason": "no open episode and none supplied"})
 
+    own_artifacts, own_facts = len(artifacts), len(facts)  # the agent's follow, redacted
     artifacts += list(agent.get("artifacts", []))
     facts += list(agent.get("facts", []))
     for part, reason in (
@@ -347,12 +351,22 @@ def build_payload(
         "omissions": omissions,
     }
     # Effects stay as the ledger recorded them: their fingerprints are recomputed from them.
-    payload, _ = redact_tree(payload, skip=frozenset({"effects"}))
+    # The agent's parts were redacted above, and redaction is idempotent (a second pass
+    # changes nothing: tests/unit/test_redact.py), so only what this function added is.
+    verbatim = {part: payload[part] for part in _AGENT_VERBATIM if part in agent}
+    own = {k: v for k, v in payload.items() if k not in verbatim}
+    own["artifacts"], own["facts"] = artifacts[:own_artifacts], facts[:own_facts]
+    own, _ = redact_tree(own, skip=frozenset({"effects"}))
+    own["artifacts"] += artifacts[own_artifacts:]
+    own["facts"] += facts[own_facts:]
+    payload = {k: verbatim[k] if k in verbatim else own[k] for k in payload}
     kinds = count_markers({k: v for k, v in payload.items() if k != "effects"})
     if kinds:
         payload["omissions"].append({"part": "redactions", "reason": describe(kinds)})
-    problems = schema_violations("capsule", unsealed(payload))
+    doc = unsealed(payload)
+    problems = schema_violations("capsule", doc)
     if problems:
         first = problems[0]
         raise BadInput(f"--facts: {first.pointer}: {first.message}")
+    schema_passed(doc, doc["digest"])  # sealing it next does not check these bytes again
     return payload

@@ -13,18 +13,26 @@ A sealed capsule is ``{"capsule", "scope", "digest", "payload", "receipts"}``. I
 
 The durable high-water mark lives in the ledger (``Ledger.accept_capsule``), which is called
 only after all of the above passed.
+
+The same capsule bytes are not checked against the schema twice in one process: a document
+that passed is remembered by its fingerprint (the digest recomputed from its payload and the
+canonical bytes of everything beside the payload), so sealing what was just built, and
+verifying what was just sealed, re-check only what is new. The digest and every receipt's
+signature are still recomputed by each verification.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from onstation.core.canonical import digest, loads_strict
+from onstation.core.canonical import canonical_bytes, digest, loads_strict
 from onstation.core.errors import BadInput
 from onstation.plan.schemas import schema_violations
 from onstation.plan.signing import SignatureRejected, sign_receipt, verify_receipt
@@ -86,12 +94,45 @@ def unsealed(payload: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _require_schema(doc: Any, what: str) -> None:
+#: Fingerprints of capsule documents that passed the schema (newest last, bounded).
+_SCHEMA_PASSED: OrderedDict[str, None] = OrderedDict()
+_SCHEMA_PASSED_MAX = 256
+
+
+def _fingerprint(doc: Any, payload_digest: str | None = None) -> str | None:
+    """What identifies a capsule document's bytes: its payload's recomputed digest and the
+    canonical bytes of the rest; None for a document that has no canonical form."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("payload"), dict):
+        return None
+    try:
+        inner = payload_digest or capsule_digest(doc["payload"])
+        rest = canonical_bytes({k: v for k, v in doc.items() if k != "payload"})
+    except (BadInput, TypeError, ValueError, RecursionError):
+        return None
+    return hashlib.sha256(inner.encode("ascii") + b"\0" + rest).hexdigest()
+
+
+def schema_passed(doc: Any, payload_digest: str | None = None) -> None:
+    """Remember that ``doc`` passed the capsule schema (its payload digest, when known)."""
+    mark = _fingerprint(doc, payload_digest)
+    if mark is not None:
+        _SCHEMA_PASSED[mark] = None
+        _SCHEMA_PASSED.move_to_end(mark)
+        while len(_SCHEMA_PASSED) > _SCHEMA_PASSED_MAX:
+            _SCHEMA_PASSED.popitem(last=False)
+
+
+def _require_schema(doc: Any, what: str, payload_digest: str | None = None) -> None:
+    mark = _fingerprint(doc, payload_digest)
+    if mark is not None and mark in _SCHEMA_PASSED:
+        return  # these very bytes passed already
     problems = schema_violations("capsule", doc)
     if problems:
         first = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise CapsuleRejected(f"{what}: {first.pointer or '/'}: {first.message}{more}")
+    if mark is not None:
+        schema_passed(doc, payload_digest)
 
 
 def seal(
@@ -106,7 +147,7 @@ def seal(
     if not isinstance(payload, dict):
         raise BadInput("capsule: payload must be an object")
     doc = unsealed(payload)
-    _require_schema(doc, "capsule")
+    _require_schema(doc, "capsule", doc["digest"])
     subject = payload["subject"]
     receipt = sign_receipt(
         private,
@@ -118,8 +159,19 @@ def seal(
         issued_at=issued_at,
     )
     doc["receipts"] = [receipt]
-    _require_schema(doc, "capsule")
+    _require_schema(doc, "capsule", doc["digest"])
     return doc
+
+
+def _recomputed(doc: Any) -> str | None:
+    """The digest recomputed from a document's payload, or None when it has none (the schema
+    check then says why)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("payload"), dict):
+        return None
+    try:
+        return capsule_digest(doc["payload"])
+    except (BadInput, TypeError, ValueError, RecursionError):
+        return None
 
 
 def parse(text: str | bytes) -> Any:
@@ -141,9 +193,11 @@ def verify(
     accepted: AcceptedMark | None = None,
 ) -> VerifiedCapsule:
     """Verify a parsed capsule document (see the module docstring for the order of checks)."""
-    _require_schema(doc, "capsule")
+    recomputed = _recomputed(doc)
+    _require_schema(doc, "capsule", recomputed)
     payload = doc["payload"]
-    recomputed = capsule_digest(payload)
+    if recomputed is None:
+        recomputed = capsule_digest(payload)
     if not hmac.compare_digest(doc["digest"].encode("ascii"), recomputed.encode("ascii")):
         raise CapsuleRejected("capsule: digest differs from the digest recomputed from payload")
     receipts = doc["receipts"]

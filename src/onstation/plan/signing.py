@@ -17,6 +17,7 @@ canonical encodings of a curve point or when the point has small order (they wou
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 from collections.abc import Mapping
@@ -100,15 +101,25 @@ def _double(point: tuple[int, int]) -> tuple[int, int]:
     return nx, ny
 
 
-def check_public_key(data: bytes) -> Ed25519PublicKey:
-    """Refuse non-canonical, off-curve and small-order public keys; return the key."""
+@functools.lru_cache(maxsize=256)
+def _point_problem(data: bytes) -> str | None:
+    """Why ``data`` is no acceptable public key, or None: a pure function of the 32 bytes
+    (about 1.3 ms of big-integer arithmetic), so each key is checked once per process."""
     point = _decode_point(data)
     if point is None:
-        raise SignatureRejected("public key: not a canonical Ed25519 point encoding")
+        return "public key: not a canonical Ed25519 point encoding"
     for _ in range(3):
         point = _double(point)
     if point == (0, 1):
-        raise SignatureRejected("public key: small-order point refused")
+        return "public key: small-order point refused"
+    return None
+
+
+def check_public_key(data: bytes) -> Ed25519PublicKey:
+    """Refuse non-canonical, off-curve and small-order public keys; return the key."""
+    problem = _point_problem(bytes(data))
+    if problem is not None:
+        raise SignatureRejected(problem)
     return Ed25519PublicKey.from_public_bytes(data)
 
 

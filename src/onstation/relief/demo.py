@@ -49,33 +49,60 @@ class Member:
     coordinator: str | None = None
     #: The cause of the relief this member must go through (None: it finishes in one body).
     relief: str | None = None
+    #: Its first body's think time per step (None: ``STEP_SECONDS``); successors think none.
+    think: float | None = None
+
+    @property
+    def first_think(self) -> float:
+        return STEP_SECONDS if self.think is None else self.think
 
     def agent_args(self, scratch: Path, *, successor: bool = False) -> list[str]:
         # A successor starts from its brief, not from its predecessor's full context.
         start = SUCCESSOR_START_TOKENS if successor else self.start_tokens
+        think = SUCCESSOR_STEP_SECONDS if successor else self.first_think
         args = ["--steps", str(self.steps), "--start-tokens", str(start),
                 "--tokens-per-step", str(self.tokens_per_step), "--push-every", "3",
-                "--heartbeat", "0.5", "--step-seconds", str(STEP_SECONDS),
+                "--heartbeat", str(HEARTBEAT_SECONDS), "--step-seconds", str(think),
                 "--log", str(scratch / f"{self.node}.agent.jsonl")]  # fmt: skip
         if self.coordinator:
             args += ["--coordinator", self.coordinator]
         return args
 
 
+#: A first body's think time per step (unless its member says otherwise), spread over the
+#: step's API calls: it spaces the team out so that the coordinator's respawn is settled
+#: before ``exec-login`` reaches Red, and leaves the lead time, between the call that reaches
+#: Red and the step's last call, to ask for the brief (the hand-over then comes after that
+#: very step, whatever the hooks cost).
 STEP_SECONDS = 0.8
+#: A successor thinks without pause: no relief is due after it starts, so waiting would
+#: only lengthen the run.
+SUCCESSOR_STEP_SECONDS = 0.0
+#: A beat every 10 s renews a 30 s lease (three beats), and a working body's hooks renew
+#: its lease on every call that finds it short anyway. A beat every 0.5 s cost a process
+#: start each (about 70 per run) and proved nothing more.
+HEARTBEAT_SECONDS = 10.0
+#: How long the lead waits for a predecessor to acknowledge its shutdown request. A fake
+#: agent never acknowledges (it has handed over and exited by then), so the wait only
+#: delays the lead; the request itself is still sent and the report still says so.
+SHUTDOWN_WAIT = 0.2
 SUCCESSOR_START_TOKENS = 18_000
 #: Every process of one demo run carries this in its environment (children inherit it, the
 #: successors the relief launches too), so at exit whatever still carries it is the demo's.
 RUN_VAR = "ONSTATION_DEMO_RUN"
-POLL = 0.3
+#: The lead's look at the ledger (and the demo's at its bodies): SQLite tells nobody of a new
+#: row, so this is how soon a Red tier or a finished team is seen. A look costs a few ms.
+POLL = 0.1
 PROGRESS_SAMPLE = 1.0  # seconds between two looks at the team's progress
 TERM_GRACE = 5.0  # seconds a process gets to exit after SIGTERM, before SIGKILL
 STOP_ROUNDS = 5  # sweeps for leftovers: each finds what the previous round's victims started
 
 TEAM = [
-    # 60 % at start: Red (the coordinator's 70 %) at step 2 of 5.
+    # 60 % at start: Red (the coordinator's 70 %) at step 2 of 5. Its hook asks it to hand
+    # over at once, so it needs no think time: its respawn is then settled, and the lead
+    # free again, well before exec-login reaches Red.
     Member("coord-auth", "coordinator", "coord", 5, 120_000, 10_000, "coordinator", False,
-           coordinator="auth:bosun", relief="coordinator self-respawn"),
+           coordinator="auth:bosun", relief="coordinator self-respawn", think=0.0),
     # Red (33 %) at step 6 of 14, Critical (38 %) only at step 9: the lead has time to ask
     # for a brief while it is at Red, even on a busy machine.
     Member("exec-login", "executor", "login", 14, 50_000, 3_000, "relief", True,
@@ -123,6 +150,8 @@ def run_demo(*, keep: bool, say: Any, stall: float = 120.0) -> dict[str, Any]:
     try:
         origin = scratch / "origin.git"
         _git(scratch, "init", "-q", "--bare", "-b", "main", str(origin))
+        # Each push would start a `git gc --auto` in the origin: one config start saves them.
+        _git(origin, "config", "receive.autogc", "false")
         seed = scratch / "seed"
         _git(scratch, "init", "-q", "-b", "main", str(seed))
         (seed / "README.md").write_text("scratch app for the onstation demo\n")
@@ -138,7 +167,10 @@ def run_demo(*, keep: bool, say: Any, stall: float = 120.0) -> dict[str, Any]:
                 ledger.register_node(member.node, role=member.role, spawner=spawner, by="demo")
                 ledger.open_episode(member.node, f"{member.branch}: {member.steps} steps of work")
                 clone = scratch / member.node
-                _git(scratch, "clone", "-q", str(origin), str(clone))
+                # No automatic gc or maintenance after each commit in a repository that lives
+                # for one run (two process starts per commit, nothing gained).
+                _git(scratch, "clone", "-q", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
+                     str(origin), str(clone))  # fmt: skip
                 _git(clone, "checkout", "-q", "-b", member.branch)
                 # The demo made this clone: its fake agents (and their successors) may work in it.
                 mark_scratch_workspace(clone)
@@ -184,7 +216,7 @@ def run_demo(*, keep: bool, say: Any, stall: float = 120.0) -> dict[str, Any]:
             actions = supervise(
                 ledger, nodes=nodes, harness="fake", poll=POLL, once=False, max_seconds=None,
                 db=db, say=lambda t: say(f"lead: {t}"), brief_wait=stall,
-                challenge_wait=stall, shutdown_wait=1.0,
+                challenge_wait=stall, shutdown_wait=SHUTDOWN_WAIT,
                 launch_args_for={m.node: tuple(m.agent_args(scratch, successor=True))
                                  for m in TEAM},
                 on_outcome=keep_process, stop=lambda: finished() or progress.stalled(),

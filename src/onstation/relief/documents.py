@@ -29,7 +29,7 @@ from typing import Any
 from onstation.core.errors import BadInput, BlockedByPolicy, Conflict, StaleGeneration
 from onstation.core.names import validate_name
 from onstation.core.redact import count_markers, redact, redact_tree, redactions_record
-from onstation.harness.evidence import CommitLog, GitEvidence, collect, commit_of, commits_since
+from onstation.harness.evidence import CommitLog, EvidenceCache, GitEvidence, collect
 from onstation.harness.files import write_inside
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import HarnessLedger
@@ -131,21 +131,28 @@ def _git_json(evidence: GitEvidence) -> dict[str, Any]:
     }
 
 
-def _work_base(
-    records: HarnessLedger, node: str, generation: int, workspace: str, base: str | None
-) -> tuple[str | None, str]:
-    """(the base a brief measures the body's work against, where it comes from).
+def _work_evidence(
+    records: HarnessLedger, node: str, generation: int, workspace: str, base: str | None,
+    cache: EvidenceCache,
+) -> tuple[GitEvidence, str]:  # fmt: skip
+    """(the git evidence of the body's work, where its base comes from).
 
-    The caller's ``base`` when given (``brief write --base``); else the commit the writing
-    body's generation started from, as recorded (ledger/generation_bases.py), while it still
-    names a commit; else None: :func:`collect`'s default (the upstream, else ``main`` or
-    ``master``, else HEAD)."""
+    The base is the caller's ``base`` when given (``brief write --base``); else the commit
+    the writing body's generation started from, as recorded (ledger/generation_bases.py),
+    while it still names a commit; else none: :func:`~onstation.harness.evidence.collect`'s
+    default (the upstream, else ``main`` or ``master``, else HEAD)."""
     if base is not None:
-        return base, "argument"
-    recorded = commit_of(workspace, records.base_of(node, generation))
+        return cache.collect(workspace, base), "argument"
+    recorded = records.base_of(node, generation)
     if recorded is not None:
-        return recorded, "generation"
-    return None, "default"
+        # One collection resolves the recorded base too (it is recorded as a full commit id).
+        evidence = cache.collect(workspace, recorded)
+        resolved = evidence.requested_base_commit
+        if resolved == recorded:
+            return evidence, "generation"
+        if resolved is not None:  # a name that peels to another commit: measured from that
+            return cache.collect(workspace, resolved), "generation"
+    return cache.collect(workspace, None), "default"
 
 
 def _commits_json(log: CommitLog | None) -> dict[str, Any]:
@@ -212,8 +219,12 @@ def write_brief(
     generation: int | None = None,
     losses: list[str] | None = None,
     notify_spawner: bool = True,
+    evidence_cache: EvidenceCache | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     """Build the turnover brief from evidence, write it, keep its JSON; return both.
+
+    ``evidence_cache`` is the relief's own, when a relief writes the brief: its capsule then
+    reuses what this brief's collection proved (:class:`EvidenceCache`).
 
     ``generation`` is the writing body's. A brief from a body whose generation was fenced
     is still kept, as late, untrusted evidence (under ``.bridge/turnovers/late/``, offered to
@@ -229,11 +240,11 @@ def write_brief(
     writer = generation if generation is not None else current.generation
     # The body's work: what changed and was committed since its generation began, so that
     # work already pushed still counts (the upstream would drop it).
-    work_base, base_source = _work_base(records, node, writer, where, base)
-    evidence = collect(where, work_base)
+    cache = evidence_cache if evidence_cache is not None else EvidenceCache()
+    evidence, base_source = _work_evidence(records, node, writer, where, base, cache)
     log = None
     if evidence.merge_base is not None and evidence.head is not None:
-        log = commits_since(where, evidence.merge_base)
+        log = cache.commits_since(where, evidence.merge_base, head=evidence.head)
     tests, tests_total = _tests_run(records, node, writer)
     now = ledger.now()
     fill = records.latest_fill(node)

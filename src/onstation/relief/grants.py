@@ -41,14 +41,15 @@ def issue_successor_grants(
     ledger: Ledger, node: str, generation: int, plan: dict[str, Any]
 ) -> list[str]:
     """Issue ``generation`` the grants its plan translated (each once); return them."""
-    import contextlib
-
-    from onstation.core.errors import Conflict
-
     issued = successor_grants(plan)
-    for capability in issued:
-        with contextlib.suppress(Conflict):  # issued already (a retried launch)
-            ledger.issue_grant(node, generation=generation, capability=capability)
+    # One transaction for all of them (issue 14: it was one write each). What this
+    # generation holds already (a retried launch) is not issued again; its live grants are
+    # read through their own index, not the node's whole grant history.
+    with ledger.transaction():
+        held = ledger.live_grants(node, generation)
+        for capability in issued:
+            if capability not in held:
+                ledger.issue_grant(node, generation=generation, capability=capability)
     return issued
 
 

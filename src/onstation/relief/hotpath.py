@@ -9,17 +9,27 @@ renewing, an effect-capable tool call, PostgreSQL) the call is handed to the ful
 :mod:`onstation.relief.hooks`, which decides it. The fast path only ever writes telemetry
 (the reading and the transcript cursor), inside a ``BEGIN IMMEDIATE`` transaction that also
 re-checks that the body is admitted and current, so it never writes for a stale body.
+
+What it imports is chosen for start-up time: JSON through :mod:`onstation.core.fastjson`
+(``json`` would import ``re``), SQLite through ``_sqlite3`` (the ``sqlite3`` package's
+Python layer imports ``datetime`` for adapters the fast path never uses). Its writes are a
+reading, a cursor, a lease renewal and a journal row, committed with ``synchronous=NORMAL``:
+durable against a crash of any process, and against power loss up to the last checkpoint
+(docs/decisions.md says why that is enough for each).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import sqlite3
 import time
 
-from onstation.harness.adapters import HOOK_HARNESSES, adapter
+from onstation.core.fastjson import dumps, loads
 from onstation.ledger import fastpath as queries
+
+try:  # the C module alone: no datetime adapters (see above)
+    import _sqlite3 as sqlite3
+except ImportError:  # pragma: no cover - an interpreter without it: the package
+    import sqlite3  # type: ignore[no-redef]
 
 TYPE_CHECKING = False  # typing costs import time on the hook hot path
 if TYPE_CHECKING:
@@ -45,6 +55,9 @@ _SESSION_LEASE_TTL_US = 12 * 3600 * 1_000_000
 
 NOT_HANDLED = object()
 
+#: The WAL size past which the fast path checkpoints it and truncates it (see settle_wal).
+WAL_LIMIT_BYTES = 256 * 1024
+
 #: The workspace configuration's size limit (``harness.files.MAX_SMALL_JSON_BYTES``; kept
 #: here so the fast path does not import that module, and checked equal by a test).
 MAX_CONFIG_BYTES = 1 << 20
@@ -52,7 +65,20 @@ MAX_CONFIG_BYTES = 1 << 20
 
 def _sqlite_path(url: str | None) -> str | None:
     """The SQLite file a ledger URL names, or None for PostgreSQL or a malformed URL (both
-    are the full path's to handle)."""
+    are the full path's to handle): ``ledger.urls.sqlite_file``'s answer.
+
+    A plain file path (what ``ONSTATION_DB`` and ``--db`` hold in the common case) is read
+    here; anything else asks ``ledger.urls``, which imports the error classes (and with them
+    ``enum``), a cost the common call does without. A property test holds the two equal.
+    """
+    if (
+        url
+        and "\x00" not in url
+        and "://" not in url
+        and url != ":memory:"
+        and not url[:7].lower().startswith("sqlite:")
+    ):
+        return os.path.expanduser(url)
     from onstation.core.errors import BadInput
     from onstation.ledger.urls import sqlite_file
 
@@ -92,6 +118,42 @@ def _effect_capable(
     return bool(found) or stopped is not None
 
 
+#: The keys a workspace configuration may hold (``harness.config._KEYS``; checked equal by a
+#: test) and the failure modes it may name (``harness.config.HOOK_FAIL_MODES``).
+CONFIG_KEYS = frozenset({"node", "db", "tiers", "supervised", "effects", "hook_fail"})
+HOOK_FAIL_MODES = ("open", "closed")
+
+
+def workspace_ledger(cwd: str, db: str | None) -> tuple[dict[str, Any], str] | None:
+    """The workspace's configuration and its SQLite ledger file, or None when a fast path
+    may not answer there (no such directory, a configuration the full path refuses, so that
+    it says what is wrong, or a ledger that is not an existing SQLite file)."""
+    if not os.path.isdir(cwd):
+        return None
+    config = raw_config(cwd)
+    if config is None or not config_valid(config):
+        return None
+    path = _sqlite_path(db or config.get("db") or os.environ.get("ONSTATION_DB"))
+    if path is None or not os.path.isfile(path):
+        return None
+    return config, path
+
+
+def config_valid(config: dict[str, Any]) -> bool:
+    """Whether ``harness.config.load_config`` accepts this configuration: when it does not,
+    the full path fails open and says why, so the fast path must not answer."""
+    if not CONFIG_KEYS.issuperset(config):
+        return False
+    if not isinstance(config.get("supervised", False), bool):
+        return False
+    if not isinstance(config.get("effects", {}), dict):
+        return False
+    if any(key in config and not isinstance(config[key], str) for key in ("node", "db")):
+        return False
+    mode = config.get("hook_fail")
+    return mode is None or mode in HOOK_FAIL_MODES
+
+
 def raw_config(start: str) -> dict[str, Any] | None:
     """The nearest ``.onstation/config.json`` as a dict ({} when none; None when unreadable)."""
     here = os.path.realpath(start)
@@ -104,7 +166,7 @@ def raw_config(start: str) -> dict[str, Any] | None:
                     raw = fh.read(MAX_CONFIG_BYTES + 1)
                 if len(raw) > MAX_CONFIG_BYTES:
                     return None
-                data = json.loads(raw.decode("utf-8"))
+                data = loads(raw.decode("utf-8"))
             except (OSError, ValueError, RecursionError):
                 return None
             return data if isinstance(data, dict) else None
@@ -114,41 +176,102 @@ def raw_config(start: str) -> dict[str, Any] | None:
         here = parent
 
 
-def try_fast(call: HookCall, db: str | None, deadline: float | None = None) -> object:
+def try_fast(
+    call: HookCall,
+    db: str | None,
+    deadline: float | None = None,
+    *,
+    keep: list[Any] | None = None,
+) -> object:
     """Answer the call here (returns what to print: None for nothing, or the JSON object a
     host requires even when nothing is decided) or return NOT_HANDLED.
 
     ``deadline`` (``time.monotonic()``) bounds the effect classification of a PreToolUse.
+    ``keep``: when the call is answered here, its SQLite connection is appended to it, open,
+    for the caller to close or to leave open at a deliberate exit (closing the last
+    connection checkpoints and deletes the WAL: see ``cli/hooks.py`` ``_exit_now``).
     """
+    from onstation.harness.adapters import HOOK_HARNESSES
+
     if call.event not in FAST_EVENTS or call.harness not in HOOK_HARNESSES:
         return NOT_HANDLED
     session_id = call.session_id
     cwd = call.cwd
     if not session_id or cwd is None:
         return NOT_HANDLED
-    if not os.path.isdir(cwd):
+    found = workspace_ledger(cwd, db)
+    if found is None:
         return NOT_HANDLED
-    config = raw_config(cwd)
-    if config is None:
+    config, path = found
+    answered: object = NOT_HANDLED
+    conn = open_wal(path)
+    if conn is None:
         return NOT_HANDLED
-    path = _sqlite_path(db or config.get("db") or os.environ.get("ONSTATION_DB"))
-    if path is None or not os.path.isfile(path):
-        return NOT_HANDLED
-    conn = sqlite3.connect(path, isolation_level=None, timeout=30)
     try:
-        conn.execute("PRAGMA busy_timeout = 30000")
-        conn.execute("PRAGMA synchronous = FULL")
-        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            return NOT_HANDLED
-        return _answer(conn, call, session_id, cwd, config, deadline)
+        answered = _answer(conn, call, session_id, cwd, config, deadline)
+        if answered is not NOT_HANDLED:
+            settle_wal(conn, path)
     except sqlite3.Error:
         return NOT_HANDLED  # e.g. a ledger not yet migrated: the full path says why
     finally:
+        if keep is None or answered is NOT_HANDLED:
+            conn.close()
+        else:
+            keep.append(conn)
+    return answered
+
+
+def settle_wal(conn: Any, path: str) -> None:
+    """Checkpoint the WAL into the database and truncate it once it is past
+    :data:`WAL_LIMIT_BYTES`; call after the call's commit.
+
+    The fast path leaves its connection open at exit, so SQLite's close never checkpoints;
+    the next process to open the ledger then rebuilds the WAL index by reading the whole WAL,
+    and (the index rebuilt knows nothing of earlier checkpoints) never restarts the WAL from
+    its start: left alone it would grow for ever, and every call would read it all. A
+    ``TRUNCATE`` checkpoint empties it. It never waits: with a reader in the WAL it gives up
+    (``busy_timeout`` 0) and a later call tries again; ``wal_autocheckpoint`` (SQLite's
+    default, 1000 pages) still bounds the WAL as ever.
+    """
+    try:
+        if os.stat(path + "-wal").st_size <= WAL_LIMIT_BYTES:
+            return
+    except OSError:
+        return
+    try:
+        conn.execute("PRAGMA busy_timeout = 0")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    except sqlite3.Error:
+        pass  # busy, or anything else: nothing is lost, a later call checkpoints
+
+
+def open_wal(path: str) -> Any:
+    """A connection to the SQLite ledger at ``path`` for the fast path's one transaction, or
+    None when it is not in WAL mode (or cannot be opened): then the full path decides.
+
+    ``synchronous=NORMAL``: in WAL mode a commit survives any process crash; only a power
+    loss can take back the commits since the last checkpoint. Every write taken here is one a
+    later call rewrites or can do without (docs/decisions.md); fences and effect transitions
+    are the full path's, at FULL.
+    """
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+    except sqlite3.Error:
+        return None
+    try:
+        conn.execute("PRAGMA busy_timeout = 30000")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            conn.close()
+            return None
+    except sqlite3.Error:
         conn.close()
+        return None
+    return conn
 
 
 def _answer(
-    conn: sqlite3.Connection,
+    conn: Any,
     call: HookCall,
     session_id: str,
     cwd: str,
@@ -193,7 +316,10 @@ def _answer(
             or row[1] != row[4]
             or row[5] != "LIVE"
             or row[6] <= now
-            or queries.workspace_node(conn, cwd) not in (None, row[0])
+            # The node the full path would judge the session for (the workspace's binding,
+            # else the configuration's): another one, or none (an unmanaged workspace, no
+            # write), is the full path's to answer.
+            or (queries.workspace_node(conn, cwd) or config.get("node")) != row[0]
         ):
             conn.execute("ROLLBACK")
             return NOT_HANDLED
@@ -229,7 +355,7 @@ def _answer(
                 else PRESETS.get(str(tiers), PRESETS["relief"])
             )
             tier = classify(reading.percent, policy).value
-            if tier != row[7]:
+            if tier != row[7] or row[9] != row[1] or row[10] != row[11]:
                 conn.execute("ROLLBACK")
                 return NOT_HANDLED  # a tier change is recorded (once) by the full path
             conn.execute(
@@ -257,16 +383,20 @@ def _answer(
 def _quiet(call: HookCall) -> dict[str, Any] | None:
     """What the host must read when nothing is decided: silence, or (Codex, for Stop) the
     JSON it requires, as the full path's ``_no_decision`` gives it."""
+    from onstation.harness.adapters import adapter
+
     return adapter(call.harness).no_decision(call.event)
 
 
-def _granted(conn: sqlite3.Connection, node: str, generation: int, tool: str | None) -> bool:
+def _granted(conn: Any, node: str, generation: int, tool: str | None) -> bool:
     """Whether the generation may use ``tool``: it holds no grants (not restricted), or one
     names the tool or its MCP server (as relief/grants.py decides it)."""
+    held = {r[0] for r in conn.execute(queries.LIVE_GRANTS, (node, generation))}
+    if not held:
+        return True  # not restricted (most bodies): relief/grants.py is not even imported
     from onstation.relief.grants import tool_granted
 
-    return tool_granted({r[0] for r in conn.execute(queries.LIVE_GRANTS, (node, generation))},
-                        tool)  # fmt: skip
+    return tool_granted(held, tool)
 
 
 def _read_transcript(
@@ -280,9 +410,10 @@ def _read_transcript(
     path = os.path.expanduser(path)
     if not os.path.isfile(path):
         return None, None, True
+    from onstation.harness.adapters import adapter
     from onstation.harness.transcript import TranscriptCursor, compaction_seen, rejection_seen
 
-    cursor = TranscriptCursor.from_json(json.loads(stored)) if stored else None
+    cursor = TranscriptCursor.from_json(loads(stored)) if stored else None
     reading, new_cursor = adapter(call.harness).read_fill(
         path, cursor, model=call.model, declared_window=window
     )
@@ -295,4 +426,4 @@ def _read_transcript(
         from onstation.core.compaction import reject_reason
 
         settled = reject_reason(reading) is None
-    return reading, json.dumps(new_cursor.to_json(), sort_keys=True), settled
+    return reading, dumps(new_cursor.to_json(), sort_keys=True), settled

@@ -24,6 +24,7 @@ from typing import Any
 from onstation.core.errors import BadInput, OnstationError
 from onstation.core.timefmt import human_time
 from onstation.harness.adapters import CLAUDE_CODE, find
+from onstation.harness.evidence import EvidenceCache
 from onstation.harness.launch import Launcher
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import HarnessLedger
@@ -63,6 +64,9 @@ class Relief(LaunchAndSettle):
         self.plan_digest: str | None = None  # the stored plan (onstation plan show DIGEST)
         self.cause: Any = None  # why the body is relieved (relief/incident_cause.py)
         self.launcher: Launcher | None = options.launcher
+        # One workspace read for the whole relief: the capsule reuses what the brief's
+        # collection proved while git status shows the same work tree (harness/evidence.py).
+        self.evidence = EvidenceCache()
         # --facts and --capacity are read once, before the fence: a file changed or removed
         # afterwards cannot turn a relief that passed its checks into one that stops midway.
         self.facts: dict[str, Any] | None = None
@@ -336,7 +340,7 @@ class Relief(LaunchAndSettle):
             Supplied({"reason": "emergency brief built from evidence alone"}),
             workspace=self.opts.workspace, by=self.opts.by,
             losses=[_exchange_loss(m, generation) for m in self.expired_exchanges],
-            notify_spawner=False,
+            notify_spawner=False, evidence_cache=self.evidence,
         )  # fmt: skip
         self.handover = self.records.latest_document(self.node, "brief")
         self.emergency_brief = True
@@ -349,7 +353,6 @@ class Relief(LaunchAndSettle):
 
         from onstation.core.canonical import digest
         from onstation.core.verdict import Disposition, Reason
-        from onstation.harness.evidence import collect, git
         from onstation.ledger.correspondence import Correspondence
         from onstation.plan.build import build_payload
         from onstation.plan.capsule import seal
@@ -372,9 +375,9 @@ class Relief(LaunchAndSettle):
         # not only what is uncommitted; a base rewritten away since is not passed (the
         # capsule then says no base is known).
         base = self.records.base_of(self.node, predecessor)
-        if base is not None and git(workspace, "cat-file", "-e", f"{base}^{{commit}}") is None:
+        if base is not None and self.evidence.commit_of(workspace, base) is None:
             base = None
-        evidence = collect(Path(workspace), base)
+        evidence = self.evidence.collect(workspace, base)
         agent = self._agent_parts(predecessor, workspace, evidence)
         stated = _capacity_state(self.capacity)
         if stated is not None:
@@ -408,7 +411,6 @@ class Relief(LaunchAndSettle):
         """The capsule parts from the predecessor's body (its capabilities, hook journal and
         transcript tail) and from what its agent stated (claims, each with its trust class;
         ``--facts`` wins where it states a part)."""
-        from onstation.harness.evidence import commits_since
         from onstation.harness.transcript_tail import tail_for_session
         from onstation.relief.handover_parts import (
             brief_claims,
@@ -456,7 +458,7 @@ class Relief(LaunchAndSettle):
         parts = ledger_parts(parts, decisions=[(n.text, n.rationale) for n in notes],
                              tasks=[(t.task_id, t.title, t.status) for t in tasks])  # fmt: skip
         base = evidence.requested_base_commit
-        log = commits_since(workspace, base) if base else None
+        log = self.evidence.commits_since(workspace, base, head=evidence.head) if base else None
         parts["artifacts"] = [*parts.get("artifacts", []), *work_artifacts(
             [] if log is None else [(c.commit, c.subject) for c in log.commits],
             None if log is None else log.total, evidence.untracked_files)]  # fmt: skip

@@ -17,25 +17,33 @@ from onstation.ledger import Ledger
 from onstation.ledger.bodies import HarnessLedger
 from onstation.ledger.relief_records import ReliefLedger
 
-SETTLED_EFFECTS = ("COMMITTED", "COMPENSATED", "FAILED_BEFORE_DISPATCH", "NOT_EXECUTED")
 
+def team_rows(
+    ledger: Ledger, nodes: list[str] | None = None, *, detail: bool = False
+) -> list[dict[str, Any]]:
+    """One row per identity: generation, tier, body, last heartbeat, open effects.
 
-def team_rows(ledger: Ledger, nodes: list[str] | None = None) -> list[dict[str, Any]]:
-    """One row per identity: generation, tier, body, last heartbeat, open effects."""
+    ``detail`` adds what the console's team view shows beside (the reading, the lease, the
+    birth's witnesses, the heartbeat's age, breaker and halt, the open effects themselves),
+    from the same reads: each identity costs the same few indexed reads however long its
+    history."""
     records = HarnessLedger(ledger)
+    reliefs = ReliefLedger(ledger)
+    now = ledger.now() if detail else None
+    halts = ledger.halts() if detail else []
     rows = []
     for node in ledger.list_nodes():
         if nodes is not None and node.node not in nodes:
             continue
         lease = ledger.live_lease(node.node)
         fill = records.latest_fill(node.node)
-        effects = [e for e in ledger.effects(node.node) if e.state.value not in SETTLED_EFFECTS]
-        birth = ReliefLedger(ledger).birth(node.node, node.generation)
+        effects = ledger.open_effects(node.node)
+        birth = reliefs.birth(node.node, node.generation)
         witness = None
         if birth is not None and birth.launch_witness is not None:
             seen = birth.launch_witness
             witness = f"pid {seen.get('pid')} on {seen.get('host')}"
-        rows.append({
+        row: dict[str, Any] = {
             "node": node.node,
             "role": node.role,
             "generation": node.generation,
@@ -47,7 +55,25 @@ def team_rows(ledger: Ledger, nodes: list[str] | None = None) -> list[dict[str, 
             "heartbeat_at": None if lease is None else human_time(lease.renewed_at),
             "open_effects": len(effects),
             "ambiguous": sum(e.state.value == "AMBIGUOUS" for e in effects),
-        })  # fmt: skip
+        }
+        if detail:
+            assert now is not None
+            row.update({
+                "tier_name": None if fill is None else fill["tier"],
+                "percent": None if fill is None else float(fill["percent"]),
+                "fill": fill,
+                "lease": None if lease is None else lease.to_json(),
+                "witnesses": None if birth is None else {
+                    "launch_witness": birth.launch_witness,
+                    "answer_witness": birth.answer_witness, "birth_state": birth.state,
+                },
+                "heartbeat_age_s": (None if lease is None
+                                    else round((now - lease.renewed_at).total_seconds(), 3)),
+                "breaker_open": node.breaker_open,
+                "halted": any(h.node is None or h.node == node.node for h in halts),
+                "effects": [e.to_json() for e in effects],
+            })  # fmt: skip
+        rows.append(row)
     return rows
 
 

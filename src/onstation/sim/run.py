@@ -9,6 +9,7 @@ trace and the same ledger history (random ids inside onstation are not part of e
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -122,10 +123,59 @@ def _keys_dir(path: Path) -> Iterator[None]:
             os.environ["ONSTATION_KEYS_DIR"] = before
 
 
+@dataclass(frozen=True)
+class _Template:
+    """A directory's contents, read once: its subdirectories, and its files with their bytes
+    and permission bits."""
+
+    directories: tuple[str, ...]
+    files: tuple[tuple[str, bytes, int], ...]
+
+    @classmethod
+    def read(cls, root: Path) -> _Template:
+        """Everything under ``root`` (no symlinks are expected there: refused)."""
+        directories: list[str] = []
+        files: list[tuple[str, bytes, int]] = []
+        for path in sorted(root.rglob("*")):
+            name = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                raise ValueError(f"template {root}: {name} is a symlink")
+            if path.is_dir():
+                directories.append(name)
+            else:
+                files.append((name, path.read_bytes(), path.stat().st_mode & 0o777))
+        return cls(tuple(directories), tuple(files))
+
+    def write(self, root: Path) -> None:
+        """A copy of the contents under ``root`` (a new directory)."""
+        root.mkdir(mode=0o700)
+        for name in self.directories:
+            (root / name).mkdir(mode=0o700)
+        for name, data, mode in self.files:
+            target = root / name
+            target.write_bytes(data)
+            target.chmod(mode)
+
+
+@functools.cache
+def _templates() -> tuple[_Template, _Template]:
+    """(a git repository with its one empty commit, an empty migrated ledger), each made once
+    per process by git and by the ledger itself, then copied for every seed: a seed's
+    repository and ledger are its own, real files, byte for byte what ``git init`` + ``git
+    commit`` and the ledger's migrations make, without running them again (issue 14)."""
+    with tempfile.TemporaryDirectory(prefix="onstation-sim-template-", dir=_scratch_root()) as tmp:
+        repo = Path(tmp) / "repo"
+        repo.mkdir()
+        for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "sim"]):
+            git(repo, *args, check=True, env=GIT_ENV)  # a fixed identity and date: same hashes
+        ledger_dir = Path(tmp) / "ledger"
+        ledger_dir.mkdir(mode=0o700)
+        Ledger.open(str(ledger_dir / "ledger.db")).close()  # closing checkpoints the WAL
+        return _Template.read(repo), _Template.read(ledger_dir)
+
+
 def _git_repo(path: Path, agents: list[str]) -> None:
-    path.mkdir()
-    for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "sim"]):
-        git(path, *args, check=True, env=GIT_ENV)  # a fixed identity and date: same hashes
+    _templates()[0].write(path)
     for name in agents:
         (path / name).mkdir()
 
@@ -432,7 +482,11 @@ def simulate(
         raise ValueError("agents must be >= 1 and hours > 0")
     if plant is not None and plant not in PLANTS:
         raise ValueError(f"unknown plant {plant!r}; one of {', '.join(PLANTS)}")
+    ledger_template = _templates()[1]  # made before any planted bug is in force
     root = Path(tempfile.mkdtemp(prefix=f"onstation-sim-{seed}-", dir=_scratch_root()))
+    for name, data, mode in ledger_template.files:
+        (root / name).write_bytes(data)
+        (root / name).chmod(mode)
     run: _Run | None = None
     error: str | None = None
     try:

@@ -391,9 +391,15 @@ class FakeAgent:
         action: Action,
         *,
         crash_after_dispatch: bool = False,
+        think: float = 0.0,
     ) -> dict[str, Any] | None:
-        """One tool call as Claude Code makes it; returns the tool's response, None if denied."""
+        """One tool call as Claude Code makes it; returns the tool's response, None if denied.
+
+        ``think`` seconds pass first, as a model's response takes time before each call (the
+        heartbeat goes on meanwhile)."""
         assert self.transcript is not None
+        if think > 0:
+            time.sleep(think)
         tool_use_id = "toolu_" + uuid.uuid4().hex[:24]
         self.tokens = tokens
         self.transcript.assistant(
@@ -511,10 +517,11 @@ class FakeAgent:
             self.log("hang", step=step)
             while True:
                 time.sleep(3600)
-        if self.o.step_seconds:
-            time.sleep(self.o.step_seconds)
         pushing = self._pushes_at(step)
         calls = 3 if pushing else 2
+        # The step's think time is spread over its API calls, as a model's is: the ledger (and
+        # a lead watching it) then sees time pass between any two of the step's calls too.
+        think = self.o.step_seconds / calls
         relative = f"work/step-{step}.txt"
         target = self.workspace / relative
         content = f"fake work: step {step} of {self.o.steps}\nsession {self.o.session_id}\n"
@@ -532,6 +539,7 @@ class FakeAgent:
             self._usage_for(step, 0, calls),
             f"Writing {relative}.",
             write,
+            think=think,
         )
         if wrote is None:
             self.log("step", step=step, tokens=self.tokens, committed=False)
@@ -549,12 +557,13 @@ class FakeAgent:
             self._usage_for(step, 1, calls),
             f"Committing {relative}.",
             self.bash(add, commit),
+            think=think,
         )
         if committed is not None:
             head = self.git("rev-parse", "HEAD").stdout.strip()
             self.done.append(Done(step, relative, head))
         if pushing:
-            self._push(step, self._usage_for(step, 2, calls))
+            self._push(step, self._usage_for(step, 2, calls), think)
         self.log(
             "step",
             step=step,
@@ -563,7 +572,7 @@ class FakeAgent:
             percent=round(self.tokens * 100 / self.o.window, 2),
         )
 
-    def _push(self, step: int, tokens: int) -> None:
+    def _push(self, step: int, tokens: int, think: float = 0.0) -> None:
         if self.branch is None:
             self.log("push_skipped", step=step, reason="detached HEAD: no branch to push")
             return
@@ -577,6 +586,7 @@ class FakeAgent:
             f"Pushing {self.branch} to origin.",
             self.bash(argv),
             crash_after_dispatch=self.o.crash_after_dispatch == step,
+            think=think,
         )
         if pushed is not None:
             for item in self.done:

@@ -178,8 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_seconds,
         default=None,
         metavar="SECONDS",
-        help="Renew the lease every SECONDS (default 1 when launched with "
-        "ONSTATION_GENERATION; else off).",
+        help="Renew the lease every SECONDS, each renewal for three beats and at least 30 s "
+        "(default 1 when launched with ONSTATION_GENERATION; else off).",
     )
     p.add_argument(
         "--log", type=Path, default=None, metavar="FILE", help="JSON lines of what it did."
@@ -198,7 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=0.0,
         metavar="S",
-        help="Think for S seconds before each step (the heartbeat goes on), as a model would.",
+        help="Think for S seconds per step, spread over its API calls (before each, as a "
+        "model's response takes time); the heartbeat goes on meanwhile.",
     )
     p.add_argument(
         "--coordinator",

@@ -21,6 +21,7 @@ The functions that read those fields do no I/O, so they can be tested on their o
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import threading
 from datetime import datetime
@@ -162,6 +163,19 @@ class CLI:
         return [] if messages is None else relief_requests(messages, generation, since)
 
 
+#: Beats a lease outlives: a body whose beats stop loses its lease after this many missed.
+BEATS_PER_LEASE = 3
+#: The shortest lease a beat grants (seconds): short, so a silent body is noticed soon.
+MIN_LEASE_SECONDS = 30
+
+
+def lease_ttl(every: float) -> int:
+    """The lease (seconds) a beat every ``every`` seconds asks for: at least
+    ``MIN_LEASE_SECONDS``, and long enough to outlive ``BEATS_PER_LEASE`` beats, so a beat
+    interval only needs to be a third of the lease, not a small fraction of it."""
+    return max(MIN_LEASE_SECONDS, math.ceil(every * BEATS_PER_LEASE))
+
+
 class Heartbeat:
     """Renews the lease every few seconds in a thread; notices when it is denied."""
 
@@ -185,8 +199,7 @@ class Heartbeat:
             self._thread.join(timeout=30)
 
     def _run(self) -> None:
-        # A short lease so that a body that stops beating loses it soon.
-        ttl = str(max(30, int(self.every * 30)))
+        ttl = str(lease_ttl(self.every))
         while not self._stop.is_set():
             code, _out, err = self.cli.run(
                 "lease", "renew", self.node, "--generation", str(self.generation), "--ttl", ttl

@@ -4,12 +4,15 @@ stdin as Claude Code does, and reads their answers (see :mod:`.answers`).
 The commands are those of the workspace's ``.claude/settings.json`` and
 ``.claude/settings.local.json``, merged (Claude Code's matcher
 rules, identical commands run once, a shell string run by a shell); with no hooks configured,
-``onstation hook claude-code EVENT`` itself.
+``onstation hook claude-code EVENT`` itself. A string with no shell syntax at all (an absolute
+program path and plain words, as ``onstation install`` writes) is run as its words directly:
+a shell would run exactly that, and a hook per tool call is then one process, not two.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -18,6 +21,25 @@ from typing import Any
 from onstation.harness.adapters import FAKE
 from onstation.harness.fake_agent.answers import HandlerAnswer, HookReply
 from onstation.harness.fake_agent.common import AgentError, Log, onstation_argv
+
+#: A command made only of these characters has no shell syntax: no quoting, expansion,
+#: redirection, globbing, comment, assignment-before-command or list operator.
+_PLAIN_WORDS = re.compile(r"[A-Za-z0-9_/.,:+@%=-]+(?: [A-Za-z0-9_/.,:+@%=-]+)*")
+
+
+def plain_argv(command: str) -> list[str] | None:
+    """The words a shell would run for ``command`` when it has no shell syntax and names an
+    executable file by its absolute path (no PATH search, builtin or "not found" to mimic);
+    else None."""
+    if not _PLAIN_WORDS.fullmatch(command):
+        return None
+    words = command.split(" ")
+    program = words[0]
+    if not program.startswith("/") or "=" in program:
+        return None
+    if not (os.path.isfile(program) and os.access(program, os.X_OK)):
+        return None  # the shell's own error (126/127) is what the host would see
+    return words
 
 
 def matches(matcher: Any, value: str | None) -> bool:
@@ -105,11 +127,13 @@ class Hooks:
         reply = HookReply(event)
         raw = json.dumps(payload)
         for command in self.commands(event, tool):
+            # A configured handler is a shell string, run by a shell as Claude Code does,
+            # unless it has no shell syntax: then the shell would only exec its words.
+            direct = plain_argv(command) if isinstance(command, str) else command
             try:
-                # A configured handler is a shell string, run by a shell as Claude Code does.
                 done = subprocess.run(
-                    command,
-                    shell=isinstance(command, str),
+                    command if direct is None else direct,
+                    shell=direct is None,
                     input=raw,
                     capture_output=True,
                     text=True,

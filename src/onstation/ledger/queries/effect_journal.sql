@@ -100,6 +100,15 @@ SELECT effect_id, node, generation, fingerprint, operation, destination, argumen
        resolution, repeat_of, repeat_reason
 FROM effect WHERE node = ? AND state = ? ORDER BY created_at, effect_id;
 
+-- name: effects_of_node_open
+-- A node's effects still open (not settled), oldest first: through the (node, state) index,
+-- so the cost is the open effects', not the node's whole history.
+SELECT effect_id, node, generation, fingerprint, operation, destination, arguments,
+       approval_slot, caller_ref, state, result, created_at, updated_at, resolved_by,
+       resolution, repeat_of, repeat_reason
+FROM effect WHERE node = ? AND state IN ('INTENDED', 'DISPATCHED', 'OBSERVED', 'AMBIGUOUS')
+ORDER BY created_at, effect_id;
+
 -- name: effect_call_delete
 -- Forget the call an effect was last dispatched by (it is dispatched by another now).
 DELETE FROM effect_call WHERE effect_id = ?;

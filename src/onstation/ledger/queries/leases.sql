@@ -23,13 +23,23 @@ SELECT n.generation, n.state, l.lease_id, l.state, l.expires_at, l.holder,
 FROM agent_node n LEFT JOIN body_lease l
 ON l.node = n.name AND l.generation = n.generation WHERE n.name = ?;
 
--- name: lease_insert
--- Admit a body: a LIVE lease of one generation (acquired and renewed now); returns lease_id.
+-- name: lease_admit_if_allowed
+-- Admit a body when admission is allowed, in one statement: a LIVE lease (acquired and renewed now) for
+-- the node's current generation when the node is ACTIVE, no halt in force covers it, that
+-- generation has no lease yet and it is the expected one (when one is given). Returns
+-- lease_id, generation; no row when nothing was admitted (lease_admission_read says why).
+-- Parameters: holder, now, now, expires_at, node, expected generation (twice; NULL for any).
 INSERT INTO body_lease (node, generation, state, holder, acquired_at,
                         renewed_at, expires_at, episode_id)
-VALUES (?, ?, 'LIVE', ?, ?, ?, ?, ?)
-RETURNING lease_id;
-
+SELECT n.name, n.generation, 'LIVE', ?, ?, ?, ?,
+       (SELECT e.episode_id FROM work_episode e WHERE e.node = n.name AND e.state = 'OPEN')
+FROM agent_node n
+WHERE n.name = ? AND n.state = 'ACTIVE' AND (? IS NULL OR n.generation = ?)
+  AND NOT EXISTS (SELECT 1 FROM halt h WHERE h.lifted_at IS NULL
+                  AND (h.node IS NULL OR h.node = n.name))
+  AND NOT EXISTS (SELECT 1 FROM body_lease l WHERE l.node = n.name
+                  AND l.generation = n.generation)
+RETURNING lease_id, generation;
 
 -- name: lease_hand_over
 -- Give a LIVE lease to another holder (compare-and-swap on the holder); returns its generation.

@@ -1,0 +1,186 @@
+"""One relief reads its workspace once (issue 14): the brief and the capsule share one
+:class:`EvidenceCache`, which asks git each question once, batches what it must resolve into
+one process, and reuses an answer only while ``git status`` still proves it. Every answer is
+compared with a fresh :func:`collect` of the same moment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from onstation.harness import evidence
+from onstation.harness.evidence import EvidenceCache, collect, commits_since
+
+IDENTITY = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.org",
+            "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.org"}  # fmt: skip
+
+
+def sh(cwd: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
+                          env={**env, **IDENTITY})  # fmt: skip
+    return done.stdout.strip()
+
+
+def commit(repo: Path, name: str, text: str) -> str:
+    (repo / name).write_text(text)
+    sh(repo, "add", name)
+    sh(repo, "commit", "-q", "-m", name)
+    return sh(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    sh(path, "init", "-q", "-b", "main")
+    commit(path, "a.txt", "one\n")
+    return path
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Every process the evidence module starts, by git subcommand."""
+    seen: Counter[str] = Counter()
+    real = evidence.run_captured
+
+    def counting(argv: list[str], **kwargs: Any) -> tuple[int, str, str]:
+        seen[argv[3] if argv[:1] == ["git"] else argv[0]] += 1
+        return real(argv, **kwargs)
+
+    monkeypatch.setattr(evidence, "run_captured", counting)
+    return seen
+
+
+def test_the_capsule_reuses_the_briefs_collection_while_status_proves_it(
+    repo: Path, calls: Counter[str]
+) -> None:
+    base = commit(repo, "b.txt", "two\n")
+    (repo / "b.txt").write_text("two, staged\n")
+    sh(repo, "add", "b.txt")
+    cache = EvidenceCache()
+    first = cache.collect(repo, base)
+    assert sum(calls.values()) == 4  # status, one cat-file for every name, diff, remote
+    assert calls["cat-file"] == 1
+    # The brief the relief writes is a new untracked file: nothing else changed.
+    (repo / "brief.md").write_text("# brief\n")
+    calls.clear()
+    again = cache.collect(repo, base)
+    assert dict(calls) == {"status": 1}  # the proof, and nothing more
+    fresh = collect(repo, base)
+    assert again == fresh
+    assert again.untracked_files == ("brief.md",) and first.untracked_files == ()
+    assert again.diff == first.diff and again.diff is not None and again.diff.files
+
+
+def test_a_work_tree_file_that_differs_from_the_index_is_read_again(
+    repo: Path, calls: Counter[str]
+) -> None:
+    (repo / "a.txt").write_text("changed\n")
+    cache = EvidenceCache()
+    first = cache.collect(repo)
+    # Same status record (" M a.txt" with the same index id): only the content tells.
+    (repo / "a.txt").write_text("changed again\n")
+    calls.clear()
+    again = cache.collect(repo)
+    assert calls["diff"] >= 1
+    assert again == collect(repo)
+    assert first.diff is not None and again.diff is not None
+    assert again.diff.patch_sha256 != first.diff.patch_sha256
+
+
+def test_a_staged_change_or_a_new_commit_is_read_again(repo: Path) -> None:
+    cache = EvidenceCache()
+    clean = cache.collect(repo)
+    assert clean.diff is not None and clean.diff.files == () and clean.changed_files == ()
+    (repo / "a.txt").write_text("staged\n")
+    sh(repo, "add", "a.txt")
+    staged = cache.collect(repo)
+    assert staged == collect(repo) and staged.diff is not None and staged.diff.files
+    sh(repo, "commit", "-q", "-m", "staged")
+    committed = cache.collect(repo)
+    assert committed == collect(repo) and committed.head != clean.head
+
+
+def test_an_untracked_gitattributes_is_never_trusted_to_leave_the_diff_alone(
+    repo: Path,
+) -> None:
+    (repo / "a.txt").write_text("one\ntwo\n")
+    sh(repo, "add", "a.txt")
+    cache = EvidenceCache()
+    cache.collect(repo)
+    (repo / ".gitattributes").write_text("*.txt -diff\n")  # the patch now reads "Binary"
+    before = cache.collect(repo)
+    assert before == collect(repo)
+    (repo / ".gitattributes").write_text("*.md -diff\n")  # same name, other content
+    assert cache.collect(repo) == collect(repo)
+
+
+def test_names_that_move_are_resolved_again(repo: Path) -> None:
+    sh(repo, "checkout", "-q", "-b", "topic")
+    commit(repo, "t.txt", "topic\n")
+    cache = EvidenceCache()
+    first = cache.collect(repo)  # no upstream: measured from main
+    assert first.base_ref == "main"
+    sh(repo, "branch", "-f", "main", "topic")  # main moves: the merge base with it too
+    again = cache.collect(repo)
+    assert again == collect(repo)
+    assert again.merge_base != first.merge_base and again.changed_files == ()
+
+
+def test_one_batch_resolves_every_name_and_never_passes_an_option(
+    repo: Path, calls: Counter[str]
+) -> None:
+    head = sh(repo, "rev-parse", "HEAD")
+    cache = EvidenceCache()
+    found = cache.resolve(repo, ["HEAD", f"{head}^{{tree}}", "-x", "a\nb", "no-such", "main"])
+    assert calls["cat-file"] == 1
+    assert found == {"HEAD": head, f"{head}^{{tree}}": sh(repo, "rev-parse", "HEAD^{tree}"),
+                     "-x": None, "a\nb": None, "no-such": None, "main": head}  # fmt: skip
+    calls.clear()
+    # What a full id names never changes: asked again, it is not asked of git.
+    assert cache.resolve(repo, [f"{head}^{{tree}}"]) == {f"{head}^{{tree}}": found[
+        f"{head}^{{tree}}"]}  # fmt: skip
+    assert calls == Counter()
+    assert cache.commit_of(repo, "--all") is None and calls == Counter()
+
+
+def test_the_cached_log_is_the_log_of_the_evidence_head(repo: Path, calls: Counter[str]) -> None:
+    base = sh(repo, "rev-parse", "HEAD")
+    for i in range(3):
+        commit(repo, f"f{i}.txt", f"{i}\n")
+    head = sh(repo, "rev-parse", "HEAD")
+    cache = EvidenceCache()
+    log = cache.commits_since(repo, base, head=head)
+    assert log == commits_since(repo, base)
+    calls.clear()
+    assert cache.commits_since(repo, base, head=head) == log and calls == Counter()
+    assert cache.commits_since(repo, head, head=head) == evidence.CommitLog(head, (), 0)
+    assert calls == Counter()  # nothing lies between HEAD and itself
+
+
+def test_a_relief_runs_a_handful_of_git_processes(calls: Counter[str]) -> None:
+    """A simulated seed's reliefs each read the workspace once for brief and capsule: at
+    most six git processes per relief that reached its capsule (issue 14: was about 16)."""
+    from onstation.relief.relieve import Relief
+    from onstation.sim import simulate
+
+    sealed = Counter[str]()
+    real = Relief._decide
+
+    def counted(self: Relief, *args: Any) -> Any:
+        sealed["reliefs"] += 1
+        return real(self, *args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Relief, "_decide", counted)
+        result = simulate(3)
+    assert result.ok
+    assert sealed["reliefs"] >= 3
+    assert sum(calls.values()) <= 6 * sealed["reliefs"], (calls, sealed)
+    assert calls["status"] == 2 * sealed["reliefs"]  # the brief's, and the capsule's proof
