@@ -35,7 +35,7 @@ import httpx
 
 from onstation.harness.adapters import HookCall
 from onstation.harness.config import WorkspaceConfig
-from onstation.ledger import Ledger
+from onstation.ledger import Ledger, open_backend
 from onstation.ledger.bodies import HarnessLedger
 from onstation.relief.hooks import HookRunner
 from onstation.relief.team import team_rows
@@ -193,8 +193,12 @@ def main() -> None:
     except Exception as exc:  # no server: say so, do not fail the run
         print(f"postgres  skipped: no server at {base} ({type(exc).__name__})")
         return
+    url = f"{base}{'&' if '?' in base else '?'}schema={schema}"
     try:
-        _measure("postgres", f"{base}{'&' if '?' in base else '?'}schema={schema}")
+        backend = open_backend(url, require_migrated=False)
+        backend.migrate()
+        backend.close()
+        _measure("postgres", url)
     finally:
         with psycopg.connect(base, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

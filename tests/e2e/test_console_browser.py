@@ -5,7 +5,8 @@ by Playwright opens the page of a real ``onstation serve --port 0`` on a scratch
 ledger, signs in with an operator token made by the CLI, and watches a scratch team of fake
 agents (see ``console_team.py``) while it works: the reliefs appear without a reload, one
 relief settles and one ends QUARANTINED on an AMBIGUOUS push, which the operator resolves
-through the page's dialog; then a halt is set and lifted. The CLI checks what the page did.
+through the page's dialog; then a halt is set and lifted, and a breaker opened from the CLI
+is closed from the page. The CLI checks what the page did.
 Screenshots are kept under ``$ONSTATION_ARTIFACTS`` (default ``.artifacts/console/``).
 """
 
@@ -201,5 +202,16 @@ def test_the_operator_watches_a_relief_live_resolves_an_effect_and_halts(
     by_id(dialog, "confirm-ok").click()
     expect(by_id(page, "gate")).to_have_attribute("data-state", "open")
     assert team.cli_json("halts")["halts"] == []
-    assert page.evaluate("window.__same_page") == "yes"
     shot(page, "06-lifted")
+
+    # A breaker opened from the CLI reaches the queue live; the page closes it.
+    team.cli("breaker", "open", "exec-login", "--why", "crash loop")
+    expect(by_id(page, "queue-breaker-exec-login")).to_be_visible()
+    by_id(page, "close-breaker-exec-login").click()
+    by_id(dialog, "confirm-why").fill("fixed the launcher")
+    by_id(dialog, "confirm-ok").click()
+    expect(by_id(page, "queue-breaker-exec-login")).to_have_count(0)
+    node = team.cli_json("node", "show", "exec-login")
+    assert node["breaker_open"] is False
+    assert page.evaluate("window.__same_page") == "yes"
+    shot(page, "07-breaker-closed")

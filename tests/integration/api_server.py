@@ -7,7 +7,6 @@ so a test can also look at the ledger directly (``Console.ledger``).
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +17,7 @@ import httpx
 import uvicorn
 
 from onstation.api.app import create_app
+from onstation.cli.serve_command import listening_socket
 from onstation.ledger import Ledger
 
 
@@ -50,8 +50,7 @@ def live_console(db: str, **options: Any) -> Iterator[Console]:
     """Serve the console over ``db`` until the block ends; then stop it and wait."""
     stopping = threading.Event()
     app = create_app(db, stopping=stopping, poll_seconds=0.05, **options)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
+    sock = listening_socket("127.0.0.1", 0)  # as `onstation serve` listens
     port = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
                             timeout_graceful_shutdown=2)  # fmt: skip

@@ -12,7 +12,7 @@ from onstation.api.alerts import AlertRunner
 from onstation.api.webhooks import RetryPolicy, SendResult
 from onstation.core.errors import BadInput, Conflict
 from onstation.ledger import Ledger
-from onstation.ledger.alerts import Alert
+from onstation.ledger.alert_records import Alert
 from onstation.testing import FakeClock
 
 SECRET = "s" * 32

@@ -26,7 +26,8 @@ from onstation.api.webhooks import (
 )
 from onstation.core.leases import LeaseState
 from onstation.core.types import BodyLease, Event
-from onstation.ledger.alerts import ALERT_KINDS, Alert, ReliefEnding, display_url
+from onstation.ledger.alert_records import Alert, ReliefEnding, display_url
+from onstation.ledger.alerts import ALERT_KINDS
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 SRC = Path(__file__).resolve().parents[2] / "src" / "onstation"

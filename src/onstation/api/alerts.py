@@ -2,9 +2,9 @@
 (issue 15).
 
 Detection is pure (:func:`detect`): from the history's events, how the reliefs they name
-ended, and the LIVE leases past their expiry, it makes :class:`~onstation.ledger.alerts.Alert`
-records under stable ids, so an alert is recorded, and sent to each subscription, once
-however often detection runs. The conditions:
+ended, and the LIVE leases past their expiry, it makes
+:class:`~onstation.ledger.alert_records.Alert` records under stable ids, so an alert is
+recorded, and sent to each subscription, once however often detection runs. The conditions:
 
 - ``relief.quarantined``, ``relief.hibernate``, ``relief.blocked``: a relief that finished
   without a successor (NOT_LAUNCHED, NOT_STARTED or BLOCKED) with that verdict; one alert
@@ -43,7 +43,8 @@ from onstation.api.webhooks import (
     request_headers,
 )
 from onstation.core.types import BodyLease, Event, Record
-from onstation.ledger.alerts import TEST_KIND, Alert, Delivery, DueDelivery, ReliefEnding
+from onstation.ledger.alert_records import Alert, Delivery, DueDelivery, ReliefEnding
+from onstation.ledger.alerts import TEST_KIND
 
 if TYPE_CHECKING:
     from onstation.ledger import Ledger

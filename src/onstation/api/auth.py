@@ -26,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from onstation.api.app import forbidden, json_response, ledger_of, unauthenticated
-from onstation.ledger.tokens import MAX_TOKEN_LENGTH, AccessToken
+from onstation.ledger.token_records import AccessToken
+from onstation.ledger.tokens import MAX_TOKEN_LENGTH
 
 #: The page's session cookie (HttpOnly, SameSite=Strict; holds the token itself).
 COOKIE = "onstation_session"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from onstation.ledger.alerts import Alert
+from onstation.ledger.alert_records import Alert
 
 SIGNATURE_HEADER = "X-Onstation-Signature"
 TIMESTAMP_HEADER = "X-Onstation-Timestamp"

@@ -67,7 +67,7 @@ def webhook() -> None:
 @command_options
 def webhook_add(url: str, fmt: str, kinds: tuple[str, ...], by: str | None, opts: Options) -> None:
     """Subscribe URL to alerts; prints the signing secret once (it is not shown again)."""
-    from onstation.ledger.alerts import check_webhook_url
+    from onstation.ledger.alert_records import check_webhook_url
 
     check_webhook_url(url)
     chosen = _kinds(kinds)

@@ -17,15 +17,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
 from onstation.core.errors import BadInput, Conflict
 from onstation.core.names import validate_free_text
-from onstation.core.types import BodyLease, Record
 from onstation.ledger.backends import Row, Tx
 from onstation.ledger.base import LedgerBase, _at, from_us, to_us
+
+TYPE_CHECKING = False  # the records are built only when a method makes one
+if TYPE_CHECKING:
+    from onstation.core.types import BodyLease
+    from onstation.ledger.alert_records import (
+        Alert,
+        Attempt,
+        Delivery,
+        DueDelivery,
+        ReliefEnding,
+        Webhook,
+    )
 
 #: Every kind of alert detection raises (``webhook add --kinds`` chooses among them).
 ALERT_KINDS = (
@@ -41,144 +50,7 @@ ALERT_KINDS = (
 #: The kind of the alert ``webhook test`` sends (to the one subscription tested).
 TEST_KIND = "webhook.test"
 WEBHOOK_FORMATS = ("generic", "slack")
-MAX_URL_LENGTH = 2048
 MIN_SECRET_LENGTH = 16
-
-
-@dataclass(frozen=True)
-class Webhook(Record):
-    """A webhook subscription (its secret is never part of the record)."""
-
-    webhook_id: int
-    url: str
-    format: str
-    kinds: list[str]
-    created_at: datetime
-    created_by: str
-    disabled_at: datetime | None
-    disabled_by: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        """The record with the URL shown as :func:`display_url` does (a Slack URL's path is
-        its credential)."""
-        return {**super().to_json(), "url": display_url(self.url)}
-
-
-@dataclass(frozen=True)
-class Alert(Record):
-    """One alert: a condition an operator must hear about, under a stable id."""
-
-    alert_id: str
-    kind: str
-    node: str | None
-    generation: int | None
-    summary: str
-    evidence: dict[str, Any]
-    at: datetime
-    detected_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class Delivery(Record):
-    """What was done to deliver one alert to one subscription."""
-
-    alert_id: str
-    webhook_id: int
-    attempts: int
-    next_attempt_at: datetime | None
-    last_status: int | None
-    last_error: str | None
-    delivered_at: datetime | None
-    gave_up_at: datetime | None
-
-    @property
-    def state(self) -> str:
-        """``delivered``, ``gave_up`` or ``pending``."""
-        if self.delivered_at is not None:
-            return "delivered"
-        return "gave_up" if self.gave_up_at is not None else "pending"
-
-    def to_json(self) -> dict[str, Any]:
-        """The record and its :attr:`state`."""
-        return {**super().to_json(), "state": self.state}
-
-
-@dataclass(frozen=True)
-class Attempt(Record):
-    """One attempt to deliver: the HTTP status (None when no answer came) and the error."""
-
-    alert_id: str
-    webhook_id: int
-    attempt: int
-    at: datetime
-    status: int | None
-    error: str | None
-    delivered: bool
-
-
-@dataclass(frozen=True)
-class DueDelivery:
-    """A delivery claimed for one attempt, with what sending it needs."""
-
-    alert: Alert
-    webhook_id: int
-    url: str
-    format: str
-    secret: str = field(repr=False)
-    attempts: int = 0
-
-
-@dataclass(frozen=True)
-class ReliefEnding(Record):
-    """How a relief ended, as detection reads it."""
-
-    relief_id: int
-    node: str
-    state: str
-    verdict: str | None
-    from_generation: int
-    to_generation: int | None
-    cause: str
-    finished_at: datetime | None
-
-
-def check_webhook_url(url: str) -> str:
-    """``url`` when it is an absolute http(s) URL with a host; else :class:`BadInput`."""
-    from urllib.parse import urlsplit  # not on the hook path, which imports the ledger
-
-    if not isinstance(url, str) or not url or len(url) > MAX_URL_LENGTH:
-        raise BadInput(f"url: must be 1 to {MAX_URL_LENGTH} characters", field="url")
-    if not url.isascii() or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
-        raise BadInput("url: must be ASCII without spaces or control characters", field="url")
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise BadInput(f"url: not a valid URL ({exc})", field="url") from None
-    if parts.scheme not in ("http", "https"):
-        raise BadInput("url: must start with http:// or https://", field="url")
-    if not parts.hostname:
-        raise BadInput("url: names no host", field="url")
-    if port == 0:
-        raise BadInput("url: port 0 is not a port", field="url")
-    return url
-
-
-def display_url(url: str) -> str:
-    """``url`` with what may be a credential hidden: the user info, the query, and the path
-    past its first segment (a Slack webhook URL's path is its secret)."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = host if parts.port is None else f"{host}:{parts.port}"
-    segments = [s for s in parts.path.split("/") if s]
-    path = "/" + segments[0] if segments else ""
-    if len(segments) > 1 or parts.query:
-        path += "/…"
-    return f"{parts.scheme}://{netloc}{path}"
 
 
 def _check_kinds(kinds: Iterable[str]) -> list[str]:
@@ -199,22 +71,30 @@ def _check_id(value: int, field: str = "webhook id") -> int:
 
 
 def _webhook(r: Row) -> Webhook:
+    from onstation.ledger.alert_records import Webhook
+
     return Webhook(int(r[0]), str(r[1]), str(r[2]), list(json.loads(r[3])), _at(r[4]),
                    str(r[5]), from_us(r[6]), r[7])  # fmt: skip
 
 
 def _alert(r: Row) -> Alert:
+    from onstation.ledger.alert_records import Alert
+
     return Alert(str(r[0]), str(r[1]), r[2], None if r[3] is None else int(r[3]), str(r[4]),
                  json.loads(r[5]), _at(r[6]), from_us(r[7]))  # fmt: skip
 
 
 def _delivery(r: Row) -> Delivery:
+    from onstation.ledger.alert_records import Delivery
+
     return Delivery(str(r[0]), int(r[1]), int(r[2]), from_us(r[3]),
                     None if r[4] is None else int(r[4]), r[5], from_us(r[6]),
                     from_us(r[7]))  # fmt: skip
 
 
 def _attempt(r: Row) -> Attempt:
+    from onstation.ledger.alert_records import Attempt
+
     return Attempt(str(r[0]), int(r[1]), int(r[2]), _at(r[3]),
                    None if r[4] is None else int(r[4]), r[5], bool(r[6]))  # fmt: skip
 
@@ -230,6 +110,8 @@ class AlertStore(LedgerBase):
     ) -> Webhook:  # fmt: skip
         """Subscribe ``url`` to alerts of ``kinds`` (every kind when empty), signed with
         ``secret`` (the caller makes it; it is returned by nothing here)."""
+        from onstation.ledger.alert_records import check_webhook_url, display_url
+
         check_webhook_url(url)
         if format not in WEBHOOK_FORMATS:
             raise BadInput(f"--format: must be generic or slack, not {format!r}", field="format")
@@ -296,6 +178,8 @@ class AlertStore(LedgerBase):
 
     def relief_endings(self, relief_ids: Iterable[int]) -> dict[int, ReliefEnding]:
         """How each of ``relief_ids`` stands (those that exist), read together."""
+        from onstation.ledger.alert_records import ReliefEnding
+
         wanted = sorted(set(relief_ids))
 
         def body(tx: Tx, _now: int) -> dict[int, ReliefEnding]:
@@ -413,6 +297,7 @@ class AlertStore(LedgerBase):
             raise BadInput("limit: must be at least 1", field="limit")
         if hold <= timedelta(0):
             raise BadInput("hold: must be positive", field="hold")
+        from onstation.ledger.alert_records import Alert, DueDelivery
 
         def body(tx: Tx, now: int) -> list[DueDelivery]:
             until = now + int(hold.total_seconds() * 1_000_000)
@@ -469,21 +354,10 @@ def _check_alert(alert: Alert, *, test: bool = False) -> None:
 
 
 def _with_detection(alert: Alert, now: int) -> Alert:
+    from onstation.ledger.alert_records import Alert
+
     return Alert(alert.alert_id, alert.kind, alert.node, alert.generation, alert.summary,
                  alert.evidence, alert.at, _at(now))  # fmt: skip
 
 
-__all__ = [
-    "ALERT_KINDS",
-    "TEST_KIND",
-    "WEBHOOK_FORMATS",
-    "Alert",
-    "AlertStore",
-    "Attempt",
-    "Delivery",
-    "DueDelivery",
-    "ReliefEnding",
-    "Webhook",
-    "check_webhook_url",
-    "display_url",
-]
+__all__ = ["ALERT_KINDS", "TEST_KIND", "WEBHOOK_FORMATS", "AlertStore"]

@@ -130,10 +130,12 @@ def unit_refusal(error: OnstationError) -> Callable[[Tx, int], Any] | None:
 class UnitOfWork:
     """One open ledger transaction, as :meth:`LedgerBase.transaction` yields it."""
 
-    def __init__(self, ledger: LedgerBase, tx: Tx, stamp: int) -> None:
+    def __init__(self, ledger: LedgerBase, tx: Tx, stamp: int, *, read_only: bool = False) -> None:
         self._ledger = ledger
         self.tx = tx
         self.stamp = stamp
+        #: A unit of :meth:`LedgerBase.reading`: reads only; a write in it is refused.
+        self.read_only = read_only
 
     @property
     def now(self) -> datetime:
@@ -248,6 +250,26 @@ class LedgerBase:
                 raise Conflict(f"lost a race with a concurrent writer: {exc}") from exc
             raise
 
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Reads made inside the block share one read transaction, stamped with one time.
+
+        A view made of many reads (the team view: a handful per identity) then costs one
+        BEGIN and one ROLLBACK instead of one pair per read (three round trips each on
+        PostgreSQL). On SQLite the block sees one snapshot; on PostgreSQL (READ COMMITTED)
+        each statement sees what was committed when it ran. A write inside the block is a
+        programming error (RuntimeError); inside a :meth:`transaction` this joins it.
+        """
+        if self._unit is not None:
+            yield
+            return
+        with self.backend.read() as tx:
+            self._unit = UnitOfWork(self, tx, self._now(), read_only=True)
+            try:
+                yield
+            finally:
+                self._unit = None
+
     def _replay_refusal(self, error: OnstationError) -> None:
         """Commit, on its own, the receipt of a write refused inside a rolled-back unit."""
         body = unit_refusal(error)
@@ -268,6 +290,8 @@ class LedgerBase:
     def _write(self, body: Callable[[Tx, int], T]) -> T:
         unit = self._unit
         if unit is not None:
+            if unit.read_only:
+                raise RuntimeError("a ledger write inside Ledger.reading(), which only reads")
             try:
                 return body(unit.tx, unit.stamp)
             except _CommitThenRaise as deferred:

@@ -17,14 +17,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass
-from datetime import datetime
 
 from onstation.core.errors import BadInput, Conflict
 from onstation.core.names import validate_name
-from onstation.core.types import Record
 from onstation.ledger.backends import Row, Tx
 from onstation.ledger.base import LedgerBase, _at, from_us
+
+TYPE_CHECKING = False  # the records are built only when a method makes one
+if TYPE_CHECKING:
+    from onstation.ledger.token_records import AccessToken, IssuedToken
 
 #: Every token starts with this, so a leaked one is recognisable (and secret scanners can
 #: match it).
@@ -34,34 +35,6 @@ _ID_HEX = 16
 _SECRET_BYTES = 32
 #: Longest token text accepted before any parsing (a real one is about 70 characters).
 MAX_TOKEN_LENGTH = 200
-
-
-@dataclass(frozen=True)
-class AccessToken(Record):
-    """A token as the ledger keeps it: who it speaks for, never its secret."""
-
-    token_id: str
-    kind: str
-    name: str
-    node: str | None
-    generation: int | None
-    created_at: datetime
-    created_by: str
-    revoked_at: datetime | None
-    revoked_by: str | None
-
-    @property
-    def revoked(self) -> bool:
-        """Whether the token was revoked (it never authenticates again)."""
-        return self.revoked_at is not None
-
-
-@dataclass(frozen=True)
-class IssuedToken:
-    """A token just created: its record and the one and only copy of its text."""
-
-    record: AccessToken
-    token: str
 
 
 def _digest(secret: str) -> str:
@@ -83,6 +56,8 @@ def parse_token(presented: str) -> tuple[str, str] | None:
 
 
 def _record(r: Row) -> AccessToken:
+    from onstation.ledger.token_records import AccessToken
+
     return AccessToken(str(r[0]), str(r[1]), str(r[2]), r[3],
                        None if r[4] is None else int(r[4]), _at(r[5]), str(r[6]),
                        from_us(r[7]), r[8])  # fmt: skip
@@ -109,6 +84,8 @@ class TokenStore(LedgerBase):
     def _issue(
         self, kind: str, name: str, node: str | None, generation: int | None, by: str
     ) -> IssuedToken:
+        from onstation.ledger.token_records import AccessToken, IssuedToken
+
         token_id = secrets.token_hex(_ID_HEX // 2)
         secret = secrets.token_urlsafe(_SECRET_BYTES)
 
@@ -175,12 +152,4 @@ class TokenStore(LedgerBase):
         return None if record.revoked else record
 
 
-__all__ = [
-    "MAX_TOKEN_LENGTH",
-    "TOKEN_KINDS",
-    "TOKEN_PREFIX",
-    "AccessToken",
-    "IssuedToken",
-    "TokenStore",
-    "parse_token",
-]
+__all__ = ["MAX_TOKEN_LENGTH", "TOKEN_KINDS", "TOKEN_PREFIX", "TokenStore", "parse_token"]

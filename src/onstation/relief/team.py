@@ -27,6 +27,11 @@ def team_rows(
     birth's witnesses, the heartbeat's age, breaker and halt, the open effects themselves),
     from the same reads: each identity costs the same few indexed reads however long its
     history."""
+    with ledger.reading():  # one read transaction for every identity's reads
+        return _team_rows(ledger, nodes, detail)
+
+
+def _team_rows(ledger: Ledger, nodes: list[str] | None, detail: bool) -> list[dict[str, Any]]:
     records = HarnessLedger(ledger)
     reliefs = ReliefLedger(ledger)
     now = ledger.now() if detail else None

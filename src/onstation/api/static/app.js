@@ -10,31 +10,6 @@ const COLORS = ["#1f5fbf", "#c8382e", "#2e8b57", "#8a4fbf", "#d98c00", "#0f8a8a"
   "#d0479b"];
 const BAD_VERDICTS = new Set(["QUARANTINED", "HIBERNATE", "BLOCKED", "INVALID"]);
 const SVG_NS = "http://www.w3.org/2000/svg";
-const STATES = {
-  relief: ["requested", "started", "briefed", "fenced", "reconciled", "sealed", "decided",
-    "launching", "settled", "not_launched", "not_started", "blocked", "birth_failed", "aborted",
-    "abandoned", "quarantined", "hibernate", "emergency"],
-  effect: ["intended", "reintended", "dispatched", "observed", "committed", "ambiguous",
-    "compensated", "failed_before_dispatch", "resolved"],
-  lease: ["acquired", "live", "released", "expired", "fenced", "handed_over", "renewed"],
-  birth: ["provisional", "answered", "running", "failed", "echo_mismatch", "birth_failed"],
-  node: ["registered", "fenced", "reconciled"],
-  halt: ["raised", "lifted", "set"],
-  breaker: ["opened", "closed"],
-  hull: ["tier", "amber", "red", "critical", "compacted", "precompact"],
-  session: ["continued", "launch_bound", "native_resumed", "previous_body_gone",
-    "successor_bound", "admitted", "bound", "running", "ended"],
-  respawn: ["counted", "blocked"],
-  reservation: ["made", "settled", "released"],
-  capsule: ["accepted", "sealed"],
-  brief: ["written"],
-  heartbeat: ["stopped"],
-  episode: ["opened", "settled"],
-};
-const EVENT_KINDS = [
-  ...Object.entries(STATES).flatMap(([noun, verbs]) => verbs.map((verb) => `${noun}.${verb}`)),
-  "message.sent", "write.denied", "generation.base", "grant.issued", "agent.decision",
-];
 
 const state = {
   me: null, team: [], now: null, reliefs: [], queue: null, halts: [], hull: {},
@@ -176,7 +151,9 @@ function startStream() {
   stopStream();
   // Only events after now: what happened before is already in the first refresh. The browser
   // resumes with Last-Event-ID by itself when the connection drops.
-  const source = new EventSource(`${API}/events`, { withCredentials: true });
+  // unnamed: every event arrives as a "message", whatever its kind (EventSource hands a
+  // named event only to listeners of that exact name, and the ledger's kinds are open-ended).
+  const source = new EventSource(`${API}/events?unnamed=true`, { withCredentials: true });
   state.source = source;
   source.onopen = () => setLive(true);
   source.onerror = () => {
@@ -191,10 +168,7 @@ function startStream() {
       }, 2000);
     }
   };
-  source.onmessage = () => scheduleRefresh();
-  // EventSource hands a named event (event: relief.settled) only to listeners of that exact
-  // name, so every kind the ledger writes is listened to by name.
-  for (const kind of EVENT_KINDS) source.addEventListener(kind, onEvent);
+  source.onmessage = onEvent;
   source.addEventListener("denied", () => showLogin());
 }
 
@@ -496,7 +470,8 @@ function renderQueue() {
     items.push(h("div", { class: "queue-item q-breaker", testid: `queue-breaker-${node.node}` },
       h("div", {}, h("strong", {}, "breaker open "), node.node),
       h("div", { class: "muted" }, node.breaker_reason || ""),
-      h("div", { class: "muted" }, `close it with: onstation breaker close ${node.node}`)));
+      h("button", { type: "button", testid: `close-breaker-${node.node}`,
+        onclick: () => confirmCloseBreaker(node.node) }, "Close breaker…")));
   }
   for (const halt of queue.halts || []) {
     items.push(h("div", { class: "queue-item q-halt", testid: `queue-halt-${halt.halt_id}` },
@@ -697,6 +672,20 @@ function confirmHalt(node) {
     run: async (form) => {
       await api("POST", "/halts", { node, why: form.get("why") });
       toast(node ? `${node} halted` : "every identity halted");
+    },
+  });
+}
+
+function confirmCloseBreaker(node) {
+  confirmAction({
+    title: `Close the breaker of ${node}`,
+    body: [h("p", {}, `Respawns of ${node} are admitted again, within the respawn limit.`)],
+    fields: [reasonField("Why (recorded)")],
+    okLabel: "Close breaker",
+    run: async (form) => {
+      await api("POST", `/nodes/${encodeURIComponent(node)}/breaker/close`,
+        { why: form.get("why") });
+      toast(`breaker of ${node} closed`);
     },
   });
 }

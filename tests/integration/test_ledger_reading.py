@@ -1,0 +1,71 @@
+"""``Ledger.reading()``, on every backend: reads made inside one block share one read
+transaction (the team view's many reads cost one BEGIN/ROLLBACK, not one pair each), give
+what the same reads give alone, and a write inside the block is refused without writing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from onstation.ledger import Ledger
+from onstation.relief.team import team_rows
+
+
+def _team(ledger: Ledger) -> None:
+    for n in range(3):
+        name = f"exec-{n}"
+        ledger.register_node(name)
+        generation = ledger.acquire_lease(name, holder=f"body-{n}").generation
+        ledger.intend_effect(name, generation=generation, operation="git.push",
+                             destination=f"file:///r{n}", arguments={})  # fmt: skip
+
+
+def test_reads_in_one_block_share_one_transaction_and_answer_the_same(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _team(ledger)
+    alone = [(ledger.get_node(f"exec-{n}"), ledger.open_effects(f"exec-{n}")) for n in range(3)]
+    opened: list[int] = []
+    real = ledger.backend.read
+
+    def counted() -> Any:
+        opened.append(1)
+        return real()
+
+    monkeypatch.setattr(ledger.backend, "read", counted)
+    with ledger.reading():
+        together = [(ledger.get_node(f"exec-{n}"), ledger.open_effects(f"exec-{n}"))
+                    for n in range(3)]  # fmt: skip
+        assert len(team_rows(ledger)) == 3  # nested: joins the block
+    assert together == alone
+    assert opened == [1]
+
+
+def test_a_write_inside_a_reading_block_is_refused_and_writes_nothing(ledger: Ledger) -> None:
+    _team(ledger)
+    before = ledger.history(limit=1)[-1].seq
+    with ledger.reading(), pytest.raises(RuntimeError, match="only reads"):
+        ledger.register_node("intruder")
+    assert [n.node for n in ledger.list_nodes()] == ["exec-0", "exec-1", "exec-2"]
+    assert ledger.history(limit=1)[-1].seq == before
+    ledger.register_node("after")  # the ledger works as before once the block ended
+    assert "after" in [n.node for n in ledger.list_nodes()]
+
+
+def test_the_team_view_reads_in_one_transaction(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _team(ledger)
+    opened: list[int] = []
+    real = ledger.backend.read
+
+    def counted() -> Any:
+        opened.append(1)
+        return real()
+
+    monkeypatch.setattr(ledger.backend, "read", counted)
+    rows = team_rows(ledger, detail=True)
+    assert [r["node"] for r in rows] == ["exec-0", "exec-1", "exec-2"]
+    assert all(r["open_effects"] == 1 and r["lease"] is not None for r in rows)
+    assert opened == [1]
