@@ -12,7 +12,6 @@ Pure: no I/O, no clock, no environment. Callers pass in what the harness told th
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from enum import StrEnum
 from types import MappingProxyType
@@ -234,18 +233,55 @@ def fill_percent(used_tokens: int, window_tokens: int) -> float:
 # v2.1.240): Opus 4.7 and later, Sonnet 5, Fable 5. Providers and CLAUDE_CODE_DISABLE_1M_CONTEXT
 # can hold them at 200k; the status line's context_window_size (passed as ``declared``) is then
 # the truth, which is why a declared window always wins.
-# A pattern string, not a compiled pattern: compiled on first use (re caches it), so the
-# import on the hook hot path does not pay for it.
-_FAMILY_VERSION = r"(opus|sonnet|fable|haiku)-(\d{1,2})(?:[-.](\d{1,2}))?(?!\d)"
+# The families and the first version of each whose plain model id means a 1M window: the
+# versions read as "(opus|sonnet|fable|haiku)-(\d{1,2})(?:[-.](\d{1,2}))?(?!\d)" reads them,
+# by hand, so that the hook path (which reads a model id at every reading) never imports re.
+_FAMILIES = ("opus", "sonnet", "fable", "haiku")
 _NATIVE_1M: Final = {"opus": (4, 7), "sonnet": (5, 0), "fable": (5, 0)}
+
+
+def _digits(text: str, start: int, count: int) -> bool:
+    return start + count <= len(text) and text[start : start + count].isdecimal()
+
+
+def _version_at(text: str, at: int) -> tuple[int, int | None] | None:
+    """(major, minor) of the version right after a family name and its dash at ``at``, as
+    the pattern above matches there (greedy, then backtracking), or None."""
+    for major_len in (2, 1):
+        if not _digits(text, at, major_len):
+            continue
+        after = at + major_len
+        if after < len(text) and text[after] in "-.":
+            for minor_len in (2, 1):
+                end = after + 1 + minor_len
+                if _digits(text, after + 1, minor_len) and (
+                    end == len(text) or not text[end].isdecimal()
+                ):
+                    return int(text[at:after]), int(text[after + 1 : end])
+        if after == len(text) or not text[after].isdecimal():
+            return int(text[at:after]), None
+    return None
+
+
+def family_versions(name: str) -> list[tuple[str, int, int]]:
+    """Every (family, major, minor) a lower-case model id names, in order (minor 0 when it
+    gives none)."""
+    found: list[tuple[int, str, int, int]] = []
+    for family in _FAMILIES:
+        start = name.find(family + "-")
+        while start != -1:
+            version = _version_at(name, start + len(family) + 1)
+            if version is not None:
+                found.append((start, family, version[0], version[1] or 0))
+            start = name.find(family + "-", start + 1)
+    return [(family, major, minor) for _, family, major, minor in sorted(found)]
 
 
 def _names_1m(name: str) -> bool:
     lowered = name.lower()
     if "[1m]" in lowered or "1m context" in lowered:
         return True
-    for match in re.finditer(_FAMILY_VERSION, lowered):
-        family, major, minor = match.group(1), int(match.group(2)), int(match.group(3) or 0)
+    for family, major, minor in family_versions(lowered):
         floor = _NATIVE_1M.get(family)
         if floor is not None and (major, minor) >= floor:
             return True
@@ -273,10 +309,14 @@ def _parse_version(value: object) -> tuple[int, ...] | None:
         return None
     parts: list[int] = []
     for piece in value.strip().split(".")[:3]:
-        digits = re.match(r"\d+", piece)
-        if digits is None:
+        # The leading digits (what the regex \d+ matched: Unicode decimal digits), without
+        # importing re on the hook path.
+        end = 0
+        while end < len(piece) and piece[end].isdecimal():
+            end += 1
+        if end == 0:
             return None
-        parts.append(int(digits.group(0)))
+        parts.append(int(piece[:end]))
     return tuple(parts) if len(parts) == 3 else None
 
 
