@@ -11,14 +11,12 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from webhook_receiver import Receiver, receiving
 
-from onstation.api.webhooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify_signature
 from onstation.ledger import Ledger
 
 ONSTATION = str(Path(sys.executable).with_name("onstation"))
@@ -41,43 +39,10 @@ def env(tmp_path: Path) -> dict[str, str]:
     return out
 
 
-class _Receiver:
-    def __init__(self) -> None:
-        self.secret = ""
-        self.got: list[dict[str, Any]] = []
-        self.answers: list[int] = []
-        self.url = ""
-
-
 @pytest.fixture
-def receiver() -> Iterator[_Receiver]:
-    state = _Receiver()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            ok = verify_signature(state.secret, timestamp=self.headers.get(TIMESTAMP_HEADER),
-                                  signature=self.headers.get(SIGNATURE_HEADER), body=body,
-                                  now=datetime.now(UTC))  # fmt: skip
-            status = (state.answers.pop(0) if state.answers else 200) if ok else 401
-            state.got.append({"verified": ok, "status": status, "body": json.loads(body)})
-            self.send_response(status)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-    try:
+def receiver() -> Iterator[Receiver]:
+    with receiving() as state:
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
 
 
 def _add(env: dict[str, str], *args: str) -> dict[str, Any]:
@@ -142,7 +107,7 @@ def test_remove_twice_is_a_conflict(env: dict[str, str]) -> None:
 
 
 def test_webhook_test_reaches_a_receiver_and_reports_a_dead_one(
-    env: dict[str, str], receiver: _Receiver
+    env: dict[str, str], receiver: Receiver
 ) -> None:
     made = _add(env, receiver.url)
     receiver.secret = made["secret"]
@@ -161,7 +126,7 @@ def test_webhook_test_reaches_a_receiver_and_reports_a_dead_one(
 
 
 def test_alerts_run_delivers_after_a_retry_and_alerts_list_shows_it(
-    env: dict[str, str], receiver: _Receiver
+    env: dict[str, str], receiver: Receiver
 ) -> None:
     made = _add(env, receiver.url, "--kinds", "breaker.opened")
     receiver.secret = made["secret"]

@@ -193,6 +193,16 @@ def policy_from_mapping(mapping: Mapping[str, object]) -> TierPolicy:
     return TierPolicy(name=name, **values)
 
 
+def workspace_policy(tiers: object) -> TierPolicy:
+    """The policy a workspace configuration's ``tiers`` names: a preset by name, a mapping
+    (:func:`policy_from_mapping`), else the relief preset."""
+    if isinstance(tiers, Mapping):
+        return policy_from_mapping(tiers)
+    if isinstance(tiers, str) and tiers in PRESETS:
+        return PRESETS[tiers]
+    return PRESETS["relief"]
+
+
 def _allowed_keys() -> str:
     return ", ".join(sorted(_POLICY_KEYS))
 

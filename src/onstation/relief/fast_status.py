@@ -63,7 +63,7 @@ def _line(
     config: dict[str, Any],
     declared: int | None,
 ) -> object:
-    from onstation.core.hull import PRESETS, classify, fill_from_statusline, policy_from_mapping
+    from onstation.core.hull import classify, fill_from_statusline, workspace_policy
 
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -90,12 +90,7 @@ def _line(
             return f"⚓ {node} gen {generation} body · context unknown"
         from onstation.core.compaction import reject_reason
 
-        tiers = config.get("tiers", "relief")
-        policy = (
-            policy_from_mapping(tiers)
-            if isinstance(tiers, dict)
-            else PRESETS.get(str(tiers), PRESETS["relief"])
-        )
+        policy = workspace_policy(config.get("tiers"))
         tier = classify(reading.percent, policy).value
         stored = tier == row[7] and row[8] == row[9] and row[11] == generation
         if reject_reason(reading) is not None or not stored:

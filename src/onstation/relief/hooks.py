@@ -272,14 +272,9 @@ class HookRunner(EffectHooks):
     # -- helpers ----------------------------------------------------------------------------
 
     def _policy(self) -> Any:
-        from onstation.core.hull import PRESETS, policy_from_mapping
+        from onstation.core.hull import workspace_policy
 
-        tiers = self.config.tiers
-        if isinstance(tiers, str):
-            return PRESETS[tiers] if tiers in PRESETS else PRESETS["relief"]
-        if isinstance(tiers, dict):
-            return policy_from_mapping(tiers)
-        return PRESETS["relief"]
+        return workspace_policy(self.config.tiers)
 
     def _telemetry(self, session: BodySession, call: HookCall) -> None:
         path = call.transcript_path

@@ -346,15 +346,9 @@ def _answer(
             conn.execute("ROLLBACK")
             return NOT_HANDLED
         if reading is not None:
-            from onstation.core.hull import PRESETS, classify, policy_from_mapping
+            from onstation.core.hull import classify, workspace_policy
 
-            tiers = config.get("tiers", "relief")
-            policy = (
-                policy_from_mapping(tiers)
-                if isinstance(tiers, dict)
-                else PRESETS.get(str(tiers), PRESETS["relief"])
-            )
-            tier = classify(reading.percent, policy).value
+            tier = classify(reading.percent, workspace_policy(config.get("tiers"))).value
             if tier != row[7] or row[9] != row[1] or row[10] != row[11]:
                 conn.execute("ROLLBACK")
                 return NOT_HANDLED  # a tier change is recorded (once) by the full path
