@@ -331,3 +331,33 @@ def test_without_userinfo_keeps_a_parseable_url(url: str, clean: str) -> None:
 
     assert r.without_userinfo(url) == clean
     urlsplit(r.without_userinfo(url))  # never a marker where a parser reads a host
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                *(t.format(s) for _k, t, s in SECRETS),
+                "HEAD " + "a" * 40,
+                "tool",
+                "password=hunter2 and more",
+            ]
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_a_remembered_redaction_is_the_redaction_made_anew(texts: list[str]) -> None:
+    """redact() remembers short texts (issue 14): a text asked again gets exactly what the
+    rules give it, and a caller changing the counts it got changes nothing later."""
+    for text in texts + texts:
+        got = r.redact(text)
+        fresh_text, fresh_kinds = r._redact(text)
+        assert (got.text, dict(got.kinds)) == (fresh_text, dict(fresh_kinds))
+        assert isinstance(got.kinds, dict)
+        got.kinds.clear()  # type: ignore[attr-defined]
+        assert dict(r.redact(text).kinds) == dict(fresh_kinds)
+    long = "token=" + "x" * (r._MEMO_LENGTH + 10)
+    assert r.redact(long).text == "token=[redacted: secret-assignment]"
+    assert long not in r._MEMO

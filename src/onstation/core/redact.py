@@ -244,18 +244,39 @@ def _apply(rule: _Rule, text: str, counts: Counter[str]) -> str:
     return "".join(out)
 
 
+#: Short texts redacted before, by their exact text: (the redacted text, its counts by kind).
+#: A pure function's answers (the same text always redacts the same way), bounded in count
+#: and in each text's length: the same object ids, paths and names come back in every
+#: document of a relief, and each one that looks like a token runs every rule (issue 14).
+_MEMO: dict[str, tuple[str, tuple[tuple[str, int], ...]]] = {}
+_MEMO_ENTRIES = 4096
+_MEMO_LENGTH = 2048
+
+
 def redact(text: str) -> Redaction:
     """``text`` with every secret replaced by ``[redacted: KIND]``, and the counts by kind.
 
     Invisible format characters are removed first: they would hide a secret from the rules
     and not from a reader (and they can reorder what a reader sees)."""
+    if type(text) is not str or len(text) > _MEMO_LENGTH:
+        out, kinds = _redact(text)
+        return Redaction(out, dict(kinds))
+    known = _MEMO.get(text)
+    if known is None:
+        if len(_MEMO) >= _MEMO_ENTRIES:
+            _MEMO.clear()  # bounded; the next texts fill it again
+        known = _MEMO[text] = _redact(text)
+    return Redaction(known[0], dict(known[1]))
+
+
+def _redact(text: str) -> tuple[str, tuple[tuple[str, int], ...]]:
     counts: Counter[str] = Counter()
     text = _INVISIBLE.sub("", text)
     if not _SUSPECT.search(text):
-        return Redaction(text, {})
+        return text, ()
     for rule in _RULES:
         text = _apply(rule, text, counts)
-    return Redaction(text, dict(sorted(counts.items())))
+    return text, tuple(sorted(counts.items()))
 
 
 def scrub_url(url: str) -> str:
@@ -312,7 +333,8 @@ def count_markers(value: Any) -> dict[str, int]:
 
     def walk(node: Any) -> None:
         if isinstance(node, str):
-            counts.update(m.group(1) for m in _MARKER_RE.finditer(node))
+            if "[redacted: " in node:  # every marker holds it: most texts hold none
+                counts.update(m.group(1) for m in _MARKER_RE.finditer(node))
         elif isinstance(node, dict):
             for v in node.values():
                 walk(v)

@@ -99,7 +99,10 @@ def check_text(value: str, field: str, max_length: int) -> None:
         validate_free_text(value, field, max_length)
 
 
+@lru_cache(maxsize=8192)
 def _at(value: int) -> datetime:
+    # Remembered: the same rows (a node, its leases) are read again and again, and an
+    # instant (an immutable datetime) is a pure function of its microseconds.
     return _EPOCH + timedelta(microseconds=int(value))
 
 

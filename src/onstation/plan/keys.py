@@ -204,8 +204,8 @@ class KeyStore:
 
     def private(self, kid: str | None = None) -> Ed25519PrivateKey:
         """The private key ``kid``, or the only private key when ``kid`` is None."""
-        own = [k for k in self.list() if k.has_private]
         if kid is None:
+            own = [k for k in self.list() if k.has_private]
             if len(own) != 1:
                 raise BadInput(
                     f"--key: {len(own)} signing keys in {self.directory}; name one with --key"
@@ -213,6 +213,8 @@ class KeyStore:
                     else f"no signing key in {self.directory}; run: onstation keys generate"
                 )
             kid = own[0].key_id
+        elif self.directory.exists():
+            self._check_dir()  # as list() checks it; the other keys are not read for one kid
         validate_name(kid, "key id")
         path = self.directory / f"{kid}.key"
         info = os.lstat(path) if path.exists() or path.is_symlink() else None

@@ -361,8 +361,11 @@ class Relief(LaunchAndSettle):
         from onstation.plan.validator import validate_plan
 
         store = KeyStore()
-        own = [k for k in store.list() if k.has_private]
+        keys = store.list()
+        own = [k for k in keys if k.has_private]
         key = own[0] if own else store.generate(label="relief")
+        # The keys trusted for this decision: read once, for the verdict and the validator.
+        trusted = {k.key_id: bytes.fromhex(k.public_hex) for k in keys} if own else store.trusted()
         now = self.ledger.now()
         launcher = self.launcher
         assert launcher is not None
@@ -388,10 +391,10 @@ class Relief(LaunchAndSettle):
         objects = Correspondence(self.ledger)
         objects.store_object("capsule", self.node, capsule["digest"], capsule)
         incident = self._incident(predecessor, capsule, now)
-        plan, verdict = resurrect(incident, now=now, trusted=store.trusted())
+        plan, verdict = resurrect(incident, now=now, trusted=trusted)
         # The plan goes through the schema and the semantic validator before any verdict
         # that permits a launch; an invalid plan launches nothing.
-        checked = validate_plan(plan, trusted=store.trusted())
+        checked = validate_plan(plan, trusted=trusted)
         if not checked.valid and verdict.disposition.value in _LAUNCHING:
             verdict = dataclasses.replace(
                 verdict, disposition=Disposition.QUARANTINED,

@@ -85,3 +85,14 @@ def test_choosing_a_key(tmp_path: Path) -> None:
     store.generate()
     with pytest.raises(BadInput, match="name one with --key"):
         store.private()
+
+
+def test_a_named_private_key_still_checks_the_directory(tmp_path: Path) -> None:
+    """private(KID) reads only that key (issue 14), and still refuses a directory others can
+    write to, as listing the keys did."""
+    store = KeyStore(tmp_path / "keys")
+    info = store.generate()
+    assert store.private(info.key_id).public_key() is not None
+    (tmp_path / "keys").chmod(0o770)
+    with pytest.raises(BadInput, match="writable by group or others"):
+        store.private(info.key_id)
