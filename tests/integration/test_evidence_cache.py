@@ -177,10 +177,70 @@ def test_a_relief_runs_a_handful_of_git_processes(calls: Counter[str]) -> None:
         sealed["reliefs"] += 1
         return real(self, *args)
 
+    kept: list[evidence._BatchCheck] = []
+    real_init = evidence._BatchCheck.__init__
+
+    def tracked(self: evidence._BatchCheck, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        kept.append(self)
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Relief, "_decide", counted)
+        patch.setattr(evidence._BatchCheck, "__init__", tracked)
         result = simulate(3)
     assert result.ok
     assert sealed["reliefs"] >= 3
-    assert sum(calls.values()) <= 6 * sealed["reliefs"], (calls, sealed)
+    # Two statuses and the remote; every name (the brief's, the capsule's, the launch's
+    # HEAD) from one kept git cat-file per relief, ended with it.
     assert calls["status"] == 2 * sealed["reliefs"]  # the brief's, and the capsule's proof
+    assert calls["cat-file"] == 0 and calls["rev-parse"] == 0, calls
+    assert sum(calls.values()) <= 4 * sealed["reliefs"], (calls, sealed)
+    assert sealed["reliefs"] <= len(kept) and not any(k.broken for k in kept)
+    assert all(k.proc is None for k in kept)  # every kept process ended with its relief
+
+
+def test_a_kept_cat_file_answers_as_a_new_process_would(repo: Path, calls: Counter[str]) -> None:
+    """A relief's one git cat-file (keep_open) sees every ref as it is when asked: a branch
+    made, moved or deleted after it started, a new commit at HEAD."""
+    cache = EvidenceCache(keep_open=True)
+    try:
+        sh(repo, "checkout", "-q", "-b", "topic")
+        first = cache.collect(repo)
+        assert first.base_ref == "main" and first == collect(repo)
+        commit(repo, "t.txt", "topic\n")
+        assert cache.head(repo) == sh(repo, "rev-parse", "HEAD")
+        sh(repo, "branch", "-f", "main", "topic")
+        again = cache.collect(repo)
+        assert again == collect(repo) and again.merge_base != first.merge_base
+        sh(repo, "checkout", "-q", "main")
+        sh(repo, "branch", "-D", "topic")
+        sh(repo, "pack-refs", "--all")
+        assert cache.resolve(repo, ["topic", "main"]) == {
+            "topic": None, "main": sh(repo, "rev-parse", "main")}  # fmt: skip
+        # Only the two fresh collect()s started one: the cache asked its one kept process.
+        assert calls["cat-file"] == 2
+        assert cache._batch is not None and not cache._batch[str(repo)].broken
+    finally:
+        cache.close()
+    assert cache.resolve(repo, ["main"])["main"] == sh(repo, "rev-parse", "main")  # anew
+    cache.close()
+
+
+def test_a_kept_cat_file_that_fails_gives_way_to_a_process_of_its_own(
+    repo: Path, tmp_path: Path, calls: Counter[str]
+) -> None:
+    import signal
+
+    cache = EvidenceCache(keep_open=True)
+    head = sh(repo, "rev-parse", "HEAD")
+    assert cache.head(repo) == head
+    batch = cache._batch[str(repo)] if cache._batch is not None else None
+    assert batch is not None and batch.proc is not None
+    os.killpg(batch.proc.pid, signal.SIGKILL)
+    batch.proc.wait()
+    assert cache.head(repo) == head  # the kept one is gone: one process of its own answers
+    assert batch.broken and batch.proc is None and calls["cat-file"] == 1
+    outside = tmp_path / "not-a-repo"
+    outside.mkdir()
+    assert cache.head(outside) is None and cache.resolve(outside, ["main"]) == {"main": None}
+    cache.close()

@@ -352,6 +352,86 @@ def _immutable(name: str) -> bool:
     return _FULL_ID.fullmatch(bare) is not None
 
 
+#: The most bytes of names one question to a kept ``git cat-file`` may hold (a pipe's
+#: buffer holds them whole, so writing them never waits for git to read).
+_BATCH_FEED_MAX = 16 * 1024
+
+
+class _BatchCheck:
+    """One ``git cat-file --batch-check`` of a workspace, kept open while a relief runs.
+
+    Each question is written to it as lines of names and answered, one line per name, by git
+    as it resolves them at that moment (it reads HEAD and every ref afresh for each name, as
+    a new process would; what it finds is never kept here). Bounded like every call of
+    :func:`git` (``timeout`` per question; the process group is killed on expiry); any
+    failure (no start, a timeout, an answer cut short) ends the process and answers None, and
+    the caller asks a process of its own instead. :meth:`close` ends it."""
+
+    def __init__(self, ws: str, timeout: float = GIT_TIMEOUT) -> None:
+        self.ws = ws
+        self.timeout = timeout
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.broken = False
+
+    def ask(self, names: list[str]) -> list[str] | None:
+        """The answer line of each name, in order; None when this process cannot answer."""
+        feed = "".join(f"{name}\n" for name in names).encode("utf-8", "surrogateescape")
+        if self.broken or not names or len(feed) > _BATCH_FEED_MAX:
+            return None
+        import select
+        import time
+
+        try:
+            proc = self.proc
+            if proc is None:
+                proc = self.proc = subprocess.Popen(
+                    ["git", "-C", self.ws, "cat-file", "--batch-check=%(objectname)"],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                    env=git_environment(), start_new_session=True,
+                )  # fmt: skip
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(feed)
+            proc.stdin.flush()
+            fd = proc.stdout.fileno()
+            deadline = time.monotonic() + self.timeout
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            out = b""
+            while out.count(b"\n") < len(names):
+                left = deadline - time.monotonic()
+                if left <= 0 or not poller.poll(max(1, int(left * 1000))):
+                    raise TimeoutError
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    raise EOFError  # git ended (not a work tree, a broken repository)
+                out += chunk
+        except (OSError, ValueError, TimeoutError, EOFError):
+            self.broken = True
+            self.close()
+            return None
+        lines = out.decode("utf-8", "replace").split("\n")
+        if len(lines) != len(names) + 1 or lines[-1]:
+            self.broken = True  # more than was asked for: nothing here can be trusted
+            self.close()
+            return None
+        return lines[:-1]
+
+    def close(self) -> None:
+        """End the process (idempotent). It only reads, so it is killed rather than waited
+        for (a bounded wait polls in sleeps of a millisecond and more)."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # its session: git and anything it started
+        proc.kill()
+        proc.wait()  # at once: it was killed
+        for pipe in (proc.stdin, proc.stdout):
+            with contextlib.suppress(OSError):
+                if pipe is not None:
+                    pipe.close()
+
+
 class EvidenceCache:
     """The git evidence of one relief: each question asked once, each answer kept only while
     what proves it still holds.
@@ -370,9 +450,14 @@ class EvidenceCache:
 
     Names that can move (a branch, an upstream) are resolved again by every collection, all
     in one ``git cat-file --batch-check``. Untracked files always come from the fresh status.
+
+    With ``keep_open`` (a relief), that ``git cat-file`` is one process kept open for every
+    question of the cache's life, until :meth:`close` (see :class:`_BatchCheck`): the brief,
+    the capsule and the launch's HEAD (:meth:`head`) ask it instead of starting one each.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_open: bool = False) -> None:
+        self._batch: dict[str, _BatchCheck] | None = {} if keep_open else None
         self._objects: dict[tuple[str, str], str | None] = {}
         self._merge_bases: dict[tuple[str, str, str], str | None] = {}
         self._logs: dict[tuple[str, str, str, int], CommitLog | None] = {}
@@ -396,8 +481,10 @@ class EvidenceCache:
             else:
                 ask.append(name)
         if ask:
-            feed = "".join(f"{name}\n" for name in ask).encode("utf-8", "surrogateescape")
-            out = git(ws, "cat-file", "--batch-check=%(objectname)", feed=feed, strip=False)
+            out = self._batch_answer(ws, ask)
+            if out is None:
+                feed = "".join(f"{name}\n" for name in ask).encode("utf-8", "surrogateescape")
+                out = git(ws, "cat-file", "--batch-check=%(objectname)", feed=feed, strip=False)
             lines = (out or "").splitlines()
             if out is None or len(lines) != len(ask):
                 lines = [""] * len(ask)  # git could not answer: nothing is known
@@ -407,6 +494,29 @@ class EvidenceCache:
                 if out is not None and _immutable(name):
                     self._objects[(ws, name)] = oid
         return found
+
+    def _batch_answer(self, ws: str, names: list[str]) -> str | None:
+        """The kept process's answer lines for ``names`` (as one text), or None (none kept)."""
+        if self._batch is None:
+            return None
+        batch = self._batch.get(ws)
+        if batch is None:
+            batch = self._batch[ws] = _BatchCheck(ws)
+        lines = batch.ask(names)
+        return None if lines is None else "".join(f"{line}\n" for line in lines)
+
+    def close(self) -> None:
+        """End the kept ``git cat-file`` processes (idempotent; a later question starts one
+        again)."""
+        for batch in (self._batch or {}).values():
+            batch.close()
+        if self._batch is not None:
+            self._batch.clear()
+
+    def head(self, workspace: str | os.PathLike[str]) -> str | None:
+        """The object id HEAD names now (as ``git rev-parse HEAD``), or None (no work tree,
+        an unborn branch, git could not answer); never kept."""
+        return self.resolve(workspace, ["HEAD"])["HEAD"]
 
     def commit_of(self, workspace: str | os.PathLike[str], revision: str | None) -> str | None:
         """As :func:`commit_of`; a full id's answer is kept."""

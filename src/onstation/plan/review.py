@@ -9,6 +9,7 @@ Markdown structure (headings, tables) to the review.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from string import Template
 from typing import Any, Protocol
@@ -25,6 +26,12 @@ _NEXT_STEP = {
     "BLOCKED": "Provide the missing capability, authority or capacity, then decide again.",
     "INVALID": "Nothing to do: the request is forbidden for this system.",
 }
+
+
+@functools.cache
+def _review_template() -> str:
+    """The shipped review template (read once: immutable package data)."""
+    return read_text("templates", "review.md")
 
 
 def _next_step(plan: dict[str, Any]) -> str:
@@ -96,7 +103,7 @@ def render_review(
     relief made for this attempt and bound in the successor's challenge; the capacity section
     names it as the reservation, and the evidence's own hold only as the evidence's.
     """
-    tpl = Template(template if template is not None else read_text("templates", "review.md"))
+    tpl = Template(template if template is not None else _review_template())
     verdict = plan["verdict"]
     disposition = verdict["disposition"]
     discontinuities = plan["discontinuities"]

@@ -27,11 +27,17 @@ _HARNESS = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
 
 def available() -> list[tuple[str, str]]:
     """(source, destination) pairs with a shipped table."""
+    return list(_shipped_pairs())
+
+
+@functools.cache
+def _shipped_pairs() -> tuple[tuple[str, str], ...]:
+    # Listed once per process: the tables are immutable package data (as load_table reads).
     pairs = []
     for name in names("tables", ".json"):
         src, _, dst = name[: -len(".json")].partition("__")
         pairs.append((src, dst))
-    return pairs
+    return tuple(pairs)
 
 
 def _entry(raw: Any, where: str) -> TableEntry:

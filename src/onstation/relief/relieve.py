@@ -65,8 +65,9 @@ class Relief(LaunchAndSettle):
         self.cause: Any = None  # why the body is relieved (relief/incident_cause.py)
         self.launcher: Launcher | None = options.launcher
         # One workspace read for the whole relief: the capsule reuses what the brief's
-        # collection proved while git status shows the same work tree (harness/evidence.py).
-        self.evidence = EvidenceCache()
+        # collection proved while git status shows the same work tree, and one git cat-file
+        # answers every name the relief resolves (harness/evidence.py); closed by run().
+        self.evidence = EvidenceCache(keep_open=True)
         # --facts and --capacity are read once, before the fence: a file changed or removed
         # afterwards cannot turn a relief that passed its checks into one that stops midway.
         self.facts: dict[str, Any] | None = None
@@ -161,6 +162,8 @@ class Relief(LaunchAndSettle):
             self.relief.update_relief(rid, state="ABORTED", finished=True,
                                       detail={"error": message})  # fmt: skip
             raise
+        finally:
+            self.evidence.close()
 
     def _preflight(self, predecessor: int) -> tuple[str, list[str], list[str]] | None:
         """(verdict, reasons, fix commands) when the relief cannot go on; else None.

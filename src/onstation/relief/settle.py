@@ -12,7 +12,7 @@ import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from onstation.core.errors import BadInput, BlockedByPolicy, Conflict, OnstationError
 from onstation.harness.adapters import CLAUDE_CODE, find
@@ -30,6 +30,9 @@ from onstation.relief.successor import (
     _launcher_record,
     successor_prompt,
 )
+
+if TYPE_CHECKING:
+    from onstation.harness.evidence import EvidenceCache
 
 
 def _granted_tools(capsule: dict[str, Any]) -> tuple[str, ...]:
@@ -60,6 +63,7 @@ class LaunchAndSettle:
     relief: ReliefLedger
     say: Progress
     handover: Any
+    evidence: EvidenceCache
     native: dict[str, Any] | None
     native_lease: Any
     hold: Any
@@ -116,8 +120,6 @@ class LaunchAndSettle:
         self, rid: int, predecessor: int, generation: int, workspace: str, plan: Any,
         capsule: dict[str, Any], disposition: str, reasons: list[str],
     ) -> ReliefOutcome:  # fmt: skip
-        from onstation.harness.evidence import git
-
         launcher = self.launcher
         assert launcher is not None and self.hold is not None
         execution_class = getattr(launcher, "execution_class", "real-provider")
@@ -164,7 +166,7 @@ class LaunchAndSettle:
             "episode": str(episodes[-1].episode_id) if episodes else "none",
             "generation": generation,
             "capsule_digest": capsule["digest"],
-            "worktree_head": git(workspace, "rev-parse", "HEAD") or "none",
+            "worktree_head": self.evidence.head(workspace) or "none",
             "plan_revision": capsule["payload"]["subject"].get("planRevision") or "r1",
             "capability_set": sorted(
                 g for r in capsule["payload"]["capabilityRequirements"] for g in r["grants"]
@@ -173,6 +175,7 @@ class LaunchAndSettle:
             "transcript_sink": f"{workspace}/.bridge/transcripts/{session_id}.jsonl",
             "nonce": new_nonce(),
         }
+        self.evidence.close()  # the workspace's last question in this relief was its HEAD
         self.relief.start_birth(self.node, generation=generation, lease_id=lease.lease_id,
                                 challenge=challenge, by=self.opts.by)  # fmt: skip
         if challenge["worktree_head"] != "none":
