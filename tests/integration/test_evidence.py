@@ -507,3 +507,24 @@ def test_one_diff_call_gives_what_three_gave(repo: Path) -> None:
     clean = repo.parent / "clean"
     sh(repo.parent, "clone", "-q", str(repo), str(clean))
     assert _work_diff(str(clean), "HEAD") == ("", [], "")
+
+
+@pytest.mark.parametrize("pidfd", [True, False])
+def test_a_process_that_closes_its_pipes_and_lingers_is_still_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pidfd: bool
+) -> None:
+    """run_captured waits for the exit on the process's pidfd, not in sleeps of a
+    millisecond and more (issue 14); the wait stays bounded by the timeout, and without
+    pidfds the ordinary wait does it."""
+    from onstation.harness.evidence import run_captured
+
+    if not pidfd:
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
+    env = git_environment()
+    assert run_captured(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=20,
+                        env=env) == (3, "out\n", "err\n")  # fmt: skip
+    pidfile = tmp_path / "linger.pid"
+    script = f"echo $$ > {pidfile}; exec >/dev/null 2>&1; exec sleep 60"
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_captured(["sh", "-c", script], timeout=1, env=env)
+    assert wait_dead(int(pidfile.read_text()))

@@ -157,7 +157,7 @@ def run_captured(
     whole process group is killed on timeout (which raises
     :class:`subprocess.TimeoutExpired`). The environment is the caller's choice: :func:`git`
     passes its policy; the effect classifier passes the agent's own."""
-    with subprocess.Popen(
+    with _Captured(
         argv,
         cwd=cwd,
         stdin=subprocess.DEVNULL if feed is None else subprocess.PIPE,
@@ -180,6 +180,42 @@ def run_captured(
         out.decode("utf-8", "replace"),
         err.decode("utf-8", "replace"),
     )
+
+
+class _Captured(subprocess.Popen[bytes]):
+    """:class:`subprocess.Popen` whose bounded wait blocks until the process exits.
+
+    ``communicate(timeout=...)`` ends with ``wait(timeout)``, which polls for the exit in
+    sleeps of 1 ms and more: git has closed its pipes and is exiting, and on a busy machine
+    it is often not done by the first look, so a call slept a millisecond or more for
+    nothing (issue 14). Here the wait first blocks on the process's pidfd (Linux) for at
+    most the time left; then the ordinary wait reaps it at once, or, the time being up,
+    raises :class:`subprocess.TimeoutExpired` as before. Without a pidfd the ordinary wait
+    does it all."""
+
+    def wait(self, timeout: float | None = None) -> int:
+        if timeout is not None and timeout > 0 and self.returncode is None:
+            exited = _exits_within(self.pid, timeout)
+            if exited is not None:
+                return super().wait(timeout if exited else 0)
+        return super().wait(timeout)
+
+
+def _exits_within(pid: int, timeout: float) -> bool | None:
+    """Whether child ``pid`` (not yet reaped) ends within ``timeout`` seconds, or None when
+    no pidfd can be had for it (no pidfd_open here, or the process is already reaped)."""
+    import select
+
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)  # readable once the process has ended
+        return bool(poller.poll(max(1, int(timeout * 1000 + 0.999))))
+    finally:
+        os.close(fd)
 
 
 def _line(cwd: str, *args: str) -> str | None:
