@@ -19,6 +19,41 @@ from onstation.testing import FakeClock, scratch_postgres_url, with_schema
 
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/test"
 
+# The per-user daemon (``onstation daemon``) never serves the suite by accident: a
+# developer's running daemon stays out of it, and a test that wants one starts its own.
+# With ONSTATION_TEST_DAEMON=1 the suite's hook and CLI calls all go through a daemon this
+# session starts (tests/integration/test_daemon.py runs the hook end-to-end tests so).
+if os.environ.get("ONSTATION_TEST_DAEMON") != "1":
+    os.environ["ONSTATION_DAEMON"] = "off"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _suite_daemon() -> Iterator[None]:
+    """With ONSTATION_TEST_DAEMON=1: one daemon for this session (each xdist worker its
+    own), which must have served calls by the end."""
+    if os.environ.get("ONSTATION_TEST_DAEMON") != "1":
+        yield
+        return
+    import subprocess
+    import sys
+    import tempfile
+
+    onstation = str(Path(sys.executable).with_name("onstation"))
+    directory = tempfile.mkdtemp(prefix="onstation-daemon-")
+    socket = os.path.join(directory, "d.sock")
+    os.environ.pop("ONSTATION_DAEMON", None)
+    os.environ["ONSTATION_DAEMON_SOCKET"] = socket
+    subprocess.run([onstation, "daemon", "start"], check=True, capture_output=True)
+    try:
+        yield
+    finally:
+        status = subprocess.run([onstation, "daemon", "status", "--json"],
+                                capture_output=True, text=True, check=False)  # fmt: skip
+        subprocess.run([onstation, "daemon", "stop"], check=False, capture_output=True)
+        served = __import__("json").loads(status.stdout).get("served", 0) if status.stdout else 0
+        print(f"\nonstation daemon: served {served} calls of this session")
+        assert served > 0, f"the suite's daemon served nothing ({status.stdout}{status.stderr})"
+
 
 def _pg_base() -> str:
     return os.environ.get("ONSTATION_TEST_PG", DEFAULT_PG)

@@ -13,9 +13,19 @@ import sys
 
 
 def main() -> None:
+    """Hand the command to this user's daemon when one runs and serves it
+    (:mod:`onstation.cli.daemon_client`; this process then ends with its outcome), else
+    :func:`dispatch` it here."""
+    argv = sys.argv[1:]
+    from onstation.cli.daemon_client import forward
+
+    forward(argv)
+    dispatch(argv)
+
+
+def dispatch(argv: list[str]) -> None:
     """Dispatch ``hook``, ``statusline``, the heartbeat and the top-level help cheaply; the
     rest to the full CLI."""
-    argv = sys.argv[1:]
     # whole_process=True: these calls are the whole process, so an answered fast path ends
     # it at once with its SQLite connection left open (no WAL checkpoint and delete per
     # call; see cli/hooks.py _exit_now). The default infers the same from sys.argv.

@@ -181,6 +181,11 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
         "Drive the real relief and ledger with a simulated clock, bodies and faults; check "
         "every invariant after every step.",
     ),
+    # daemon_commands: the per-user daemon (issue 14)
+    "daemon": (
+        "onstation.cli.daemon_commands:daemon_group",
+        "The per-user daemon that runs hooks and short commands warm (optional).",
+    ),
     # alert_commands: alerts and their webhooks (issue 15)
     "webhook": (
         "onstation.cli.alert_commands:webhook",

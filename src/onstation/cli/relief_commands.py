@@ -224,7 +224,7 @@ def challenge_answer(
         seen = witnesses.host_process(nonce=new_nonce(), observed_at=ledger.now().isoformat(),
                                       wrappers=witnesses.SHELL_WRAPPERS)  # fmt: skip
         if seen is None:
-            seen = witnesses.observe(os.getppid(), nonce=new_nonce(),
+            seen = witnesses.observe(witnesses.caller_parent_pid(), nonce=new_nonce(),
                                      observed_at=ledger.now().isoformat())  # fmt: skip
         birth = ReliefLedger(ledger).answer_challenge(
             node_name, generation=generation, echo=data,

@@ -664,6 +664,30 @@ def pick_host(
     return None
 
 
+#: The process a command runs for, when that is not this process: the daemon's forked child
+#: (:mod:`onstation.cli.daemon`) runs a command for a client process whose pid the kernel
+#: vouched for (``SO_PEERCRED``), and every parent-chain walk starts from that client as it
+#: would from this process. Set once per process by :func:`adopt_caller`; None otherwise.
+_caller: list[int] = []
+
+
+def adopt_caller(pid: int) -> None:
+    """Make ``pid`` the process this one runs commands for (the daemon's child, once)."""
+    _caller[:] = [pid]
+
+
+def caller_pid() -> int:
+    """The process this command runs for: this one, or the daemon's client."""
+    return _caller[0] if _caller else os.getpid()
+
+
+def caller_parent_pid(reader: str | None = None) -> int:
+    """The parent of :func:`caller_pid`; OSError (or ValueError) when it cannot be read."""
+    if not _caller:
+        return os.getppid()
+    return _reader(reader).parent(_caller[0])[0]
+
+
 def _utc_now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -693,7 +717,10 @@ def host_process(
         source = _reader(reader)
     except ImportError:
         return None
-    first = os.getppid() if start_pid is None else start_pid
+    try:
+        first = caller_parent_pid(reader) if start_pid is None else start_pid
+    except (OSError, ValueError):
+        return None
     walked: list[int] = []
     # Each entry's parent: the host's child must still name the host as its parent after
     # the host is witnessed; a process reparented to init or a subreaper has lost it.
@@ -729,7 +756,7 @@ def host_process(
     index = walked.index(host)
     try:
         if index == 0:
-            still = os.getppid() if start_pid is None else host
+            still = caller_parent_pid(reader) if start_pid is None else host
         else:
             still = source.parent(walked[index - 1])[0]
     except (OSError, ValueError):

@@ -1,0 +1,608 @@
+"""The per-user daemon: a warm, forking process that runs hook calls and short commands.
+
+``onstation daemon start`` imports the package once (every module and what each imports),
+listens on a Unix socket in a directory only its user can enter
+(:func:`onstation.cli.daemon_client.socket_path`), and keeps one forked *spare* child
+waiting. A client (:mod:`onstation.cli.daemon_client`) sends its argument vector,
+environment and umask, with its standard streams and working directory as descriptors; the
+daemon checks it (the same user, the same interpreter and install, a command it serves, the
+package unchanged on disk since the daemon started), says ``ok PID`` and, on the client's
+go-ahead, hands the call to the spare. The spare becomes the client's command: it takes the
+descriptors as 0, 1, 2 and its working directory, the environment, umask and argument
+vector, and names the client as the process it runs for (parent-chain walks start from
+there, :func:`onstation.harness.witness.adopt_caller`); then it runs the console entry
+point exactly as the client would have, and exits. The daemon reaps it and reports its exit
+status (or the signal that ended it) to the client, and forks the next spare.
+
+A client that goes away (its host killed it) takes its command with it: the child is killed.
+The daemon holds no ledger connection and no state between calls: every call's child starts
+from the freshly imported package, as a new process would. A change to the package on disk
+makes the daemon refuse the call (the client runs it itself) and stop, so an upgraded or
+edited install is never served by old code.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import gc
+import importlib
+import io
+import os
+import select
+import signal
+import socket
+import stat
+import struct
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NoReturn
+
+from onstation.cli import daemon_client as client
+from onstation.cli.daemon_watch import PackageWatch
+from onstation.core.errors import BadInput, Conflict, OnstationError
+
+#: The largest request frame accepted (argument vector and environment).
+MAX_FRAME = 4 * 1024 * 1024
+#: Seconds the daemon waits for a client's frame and go-ahead before dropping it.
+CLIENT_TIMEOUT = 2.0
+#: Packages never imported by the warm-up: the console (onstation serve runs in its own
+#: process) and what only tests and the simulator use.
+NOT_PRELOADED = ("onstation.api", "onstation.testing", "onstation.sim")
+_PACKAGE = Path(__file__).resolve().parent.parent
+
+
+def _imported_names(root: Path) -> Iterator[str]:
+    """Every absolute module name the package's sources import, anywhere (also inside
+    functions: the hot paths import lazily, and the daemon imports it all ahead)."""
+    for path in sorted(root.rglob("*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                yield from (alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                yield node.module
+
+
+def preload(root: Path = _PACKAGE) -> int:
+    """Import every module of the package and every module its sources import (but the
+    console's, the simulator's and the tests'); return how many modules are loaded."""
+    wanted: set[str] = set()
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        name = ".".join(p for p in parts if p != "__init__")
+        if name.startswith(NOT_PRELOADED) or ".fake_agent" in name or name.endswith("__main__"):
+            continue
+        wanted.add(name)
+    for name in _imported_names(root):
+        if not name.startswith(NOT_PRELOADED) and name != "__main__":
+            wanted.add(name)
+    for name in sorted(wanted):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: S112 - an optional dependency absent here is not needed
+            continue
+    # What is loaded now is shared by every child, copy-on-write: kept out of the garbage
+    # collector's sight, a child's collection does not write (and so copy) all of it.
+    gc.collect()
+    gc.freeze()
+    return len(sys.modules)
+
+
+def _owned_private_dir(directory: Path) -> None:
+    """Make ``directory`` (0700, this user's) or check that it is so; BadInput otherwise."""
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(directory)
+    except OSError as exc:
+        raise BadInput(f"daemon socket directory {directory}: {exc.strerror}") from None
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise BadInput(f"daemon socket directory {directory}: not a directory")
+    if st.st_uid != os.getuid():
+        raise BadInput(f"daemon socket directory {directory}: owned by uid {st.st_uid}")
+    if st.st_mode & 0o077:
+        raise BadInput(
+            f"daemon socket directory {directory}: mode {stat.S_IMODE(st.st_mode):o} lets "
+            "other users in (want 700)"
+        )
+
+
+def control(path: str, verb: str, timeout: float = CLIENT_TIMEOUT) -> str | None:
+    """Ask the daemon at ``path`` (``status`` or ``stop``); its one-line answer, or None when
+    no daemon of this user answers there."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(path)
+        uid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
+        if uid != os.getuid():
+            return None
+        body = b"\0".join([client.MAGIC, b"control", verb.encode()])
+        sock.sendall(len(body).to_bytes(4, "big") + body)
+        answer = b""
+        while not answer.endswith(b"\n"):
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+        return answer.decode("utf-8", "replace").strip() or None
+    except OSError:
+        return None
+    finally:
+        sock.close()
+
+
+class _Call:
+    """One client call a child is running: its connection, and whether the client is gone."""
+
+    __slots__ = ("conn", "gone")
+
+    def __init__(self, conn: socket.socket) -> None:
+        self.conn = conn
+        self.gone = False
+
+
+class Daemon:
+    """The listening daemon: accept, check, hand to the spare, reap and report."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.listener: socket.socket | None = None
+        self._inode = 0
+        self.watch = PackageWatch(_PACKAGE)
+        self.spare: tuple[int, socket.socket] | None = None
+        self.calls: dict[int, _Call] = {}
+        self.served = 0
+        self.started = time.time()
+        self.stopping = False
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    # -- setting up ------------------------------------------------------------------------
+
+    def bind(self) -> None:
+        """Listen at :attr:`path`; Conflict when a daemon of this user already answers there."""
+        directory = Path(self.path).parent
+        _owned_private_dir(directory)
+        if control(self.path, "status") is not None:
+            raise Conflict(f"a daemon already listens on {self.path}")
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            pass
+        else:
+            if not stat.S_ISSOCK(st.st_mode):
+                raise BadInput(f"daemon socket {self.path}: exists and is not a socket")
+            os.unlink(self.path)  # a dead daemon's socket: nothing answered on it
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            listener.bind(self.path)
+        except OSError as exc:
+            listener.close()
+            raise OnstationError(f"daemon socket {self.path}: {exc.strerror}") from None
+        finally:
+            os.umask(old)
+        self._inode = os.stat(self.path).st_ino  # to unlink only our own socket file
+        listener.listen(64)
+        listener.setblocking(False)
+        self.listener = listener
+
+    def serve(self) -> int:
+        """Run until stopped (SIGTERM, SIGINT, ``onstation daemon stop``, or the package
+        changed on disk); every call in flight is reported before it returns 0."""
+        for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, self._on_signal)
+        signal.set_wakeup_fd(self._wake_w)
+        self._refill()
+        try:
+            while not (self.stopping and not self.calls):
+                self._turn()
+        finally:
+            self._close_listener()
+            if self.spare is not None:
+                self.spare[1].close()  # the spare reads end of stream and exits
+                self._reap_spare()
+        return 0
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        if signum != signal.SIGCHLD:
+            self.stopping = True
+
+    def _turn(self) -> None:
+        poller = select.poll()
+        poller.register(self._wake_r, select.POLLIN)
+        if self.listener is not None and not self.stopping:
+            poller.register(self.listener, select.POLLIN)
+        for call in self.calls.values():
+            if not call.gone:
+                poller.register(call.conn, select.POLLIN)
+        by_fd = {call.conn.fileno(): pid for pid, call in self.calls.items() if not call.gone}
+        for fd, _mask in poller.poll(1000):
+            if fd == self._wake_r:
+                self._drain_wake()
+            elif self.listener is not None and fd == self.listener.fileno():
+                self._accept()
+            elif fd in by_fd:
+                self._client_event(by_fd[fd])
+        self._reap()
+        if self.stopping:
+            self._close_listener()
+
+    def _drain_wake(self) -> None:
+        try:
+            while os.read(self._wake_r, 512):
+                pass
+        except BlockingIOError:
+            pass
+
+    def _client_event(self, pid: int) -> None:
+        call = self.calls[pid]
+        try:
+            data = call.conn.recv(64)
+        except OSError:
+            data = b""
+        if data:
+            return  # a client says nothing after its go-ahead; ignore
+        # The client is gone (its host killed it): its command goes with it.
+        call.gone = True
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if self.spare is not None and pid == self.spare[0]:
+                self.spare[1].close()
+                self.spare = None
+                if not self.stopping:
+                    self._refill()
+                continue
+            call = self.calls.pop(pid, None)
+            if call is None:
+                continue
+            if os.WIFSIGNALED(status):
+                line = b"signal %d\n" % os.WTERMSIG(status)
+            else:
+                line = b"exit %d\n" % os.waitstatus_to_exitcode(status)
+            if not call.gone:
+                try:
+                    call.conn.setblocking(True)
+                    call.conn.settimeout(CLIENT_TIMEOUT)
+                    call.conn.sendall(line)
+                except OSError:
+                    pass
+            call.conn.close()
+
+    def _reap_spare(self) -> None:
+        if self.spare is None:
+            return
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.spare[0], 0)
+        self.spare = None
+
+    def _close_listener(self) -> None:
+        if self.listener is None:
+            return
+        try:
+            # Only our own socket: a daemon started since on the same path keeps its own.
+            if os.stat(self.path).st_ino == self._inode:
+                os.unlink(self.path)
+        except OSError:
+            pass
+        self.listener.close()
+        self.listener = None
+
+    # -- one call ---------------------------------------------------------------------------
+
+    def _accept(self) -> None:
+        assert self.listener is not None
+        try:
+            conn, _ = self.listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        conn.setblocking(True)
+        conn.settimeout(CLIENT_TIMEOUT)
+        handed = False
+        fds: list[int] = []
+        try:
+            caller, uid, _gid = struct.unpack(
+                "3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+            )
+            frame, fds = _read_frame(conn)
+            handed = self._take(conn, caller, uid, frame, fds)
+            for fd in fds:  # the child holds its own copies
+                os.close(fd)
+            fds = []
+            if handed:
+                self._refill()  # after the close: the next spare must not inherit them
+        except (OSError, ValueError, IndexError):
+            pass  # a malformed or vanished client: dropped, it runs its command itself
+        except Exception:  # a defect here must not end the daemon: say it in the log
+            import traceback
+
+            traceback.print_exc()
+            sys.stderr.flush()
+        finally:
+            for fd in fds:  # the child holds its own copies
+                os.close(fd)
+            if not handed:
+                conn.close()
+
+    def _refuse(self, conn: socket.socket, reason: str) -> bool:
+        with contextlib.suppress(OSError):
+            conn.sendall(b"no " + reason.encode() + b"\n")
+        return False
+
+    def _take(
+        self, conn: socket.socket, caller: int, uid: int, frame: bytes, fds: list[int]
+    ) -> bool:
+        """Check one call and hand it to the spare; whether it was handed over."""
+        if uid != os.getuid():
+            return self._refuse(conn, "another user")
+        fields = frame.split(b"\0")
+        if fields[0] != client.MAGIC:
+            return self._refuse(conn, "another protocol")
+        if fields[1:2] == [b"control"]:
+            self._control(conn, fields[2:3])
+            return False
+        if len(fds) != 4:
+            return self._refuse(conn, "no descriptors")
+        executable, package = os.fsdecode(fields[1]), os.fsdecode(fields[2])
+        if executable != sys.executable or not _same_install(package):
+            return self._refuse(conn, "another interpreter or install")
+        argc = int(fields[4])
+        argv = [os.fsdecode(a) for a in fields[5 : 5 + argc]]
+        if not client.served(argv):
+            return self._refuse(conn, "not served")
+        if self.stopping:
+            return self._refuse(conn, "stopping")
+        if self.watch.changed():
+            self.stopping = True  # the code on disk changed: stop, and let it run there
+            return self._refuse(conn, "the package changed on disk")
+        if self.spare is None:
+            self._refill()
+        assert self.spare is not None
+        child, channel = self.spare
+        conn.sendall(b"ok %d\n" % child)
+        if conn.recv(1) != b"g":
+            return False  # the client gave up before its go-ahead; the spare stays
+        # The child gets the connection too: it reports its own exit status the moment it
+        # has one (its process teardown, several milliseconds, is then off the caller's
+        # clock); the daemon reports only for a child that died without saying.
+        payload = caller.to_bytes(4, "big") + frame
+        rights = struct.pack("5i", *fds, conn.fileno())
+        channel.sendmsg([len(payload).to_bytes(4, "big") + payload],
+                        [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights)])  # fmt: skip
+        channel.close()
+        self.spare = None
+        self.calls[child] = _Call(conn)
+        conn.setblocking(False)
+        self.served += 1
+        return True
+
+    def _control(self, conn: socket.socket, verb: list[bytes]) -> None:
+        if verb == [b"stop"]:
+            self.stopping = True
+        state = "stopping" if self.stopping else "running"
+        answer = (f"{state} pid {os.getpid()} served {self.served} in flight {len(self.calls)} "
+                  f"since {int(self.started)} socket {self.path}\n")  # fmt: skip
+        with contextlib.suppress(OSError):
+            conn.sendall(answer.encode())
+
+    def _refill(self) -> None:
+        """Fork the next spare child: it waits, warm, for the call it will run."""
+        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the forked child (tested end to end)
+            parent_end.close()
+            self._become_spare(child_end)
+        child_end.close()
+        self.spare = (pid, parent_end)
+
+    def _become_spare(self, channel: socket.socket) -> None:  # pragma: no cover - child
+        try:
+            signal.set_wakeup_fd(-1)
+            for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(signum, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            # Nothing of the daemon's stays open here but the channel: not the listener,
+            # not another call's connection, not a descriptor a client sent (a copy held
+            # here would keep that client's pipes open after it ended).
+            # The daemon's socket objects let go of their descriptors first (detach), so
+            # that none closes a reused descriptor number when it is collected.
+            held = [call.conn for call in self.calls.values()]
+            held += [] if self.listener is None else [self.listener]
+            held += [] if self.spare is None else [self.spare[1]]
+            for sock in held:
+                sock.detach()
+            keep = channel.fileno()
+            os.closerange(3, keep)
+            os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))
+            got, fds = _read_frame(channel)
+        except BaseException:
+            os._exit(0)
+        if not got:
+            os._exit(0)  # the daemon stopped: no call will come
+        channel.close()
+        run_call(int.from_bytes(got[:4], "big"), got[4:], fds)
+
+
+def _same_install(cli_dir: str) -> bool:
+    """Whether the client's ``onstation/cli`` directory is this daemon's."""
+    return cli_dir == _CLI_DIR or Path(cli_dir).resolve() == _PACKAGE / "cli"
+
+
+_CLI_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _read_frame(sock: socket.socket) -> tuple[bytes, list[int]]:
+    """One length-prefixed frame and the descriptors sent with it (b"" at end of stream)."""
+    data, fds, _flags, _addr = socket.recv_fds(sock, 65536, 8)
+    if not data:
+        return b"", list(fds)
+    if len(data) < 4:
+        raise ValueError("short frame")
+    want = int.from_bytes(data[:4], "big")
+    if want > MAX_FRAME:
+        raise ValueError("frame too large")
+    body = bytearray(data[4:])
+    while len(body) < want:
+        chunk = sock.recv(min(1 << 20, want - len(body)))
+        if not chunk:
+            raise ValueError("frame cut short")
+        body += chunk
+    return bytes(body), list(fds)
+
+
+def _std_stream(fd: int, encoding: str, errors: str) -> io.TextIOWrapper:
+    """A standard stream on ``fd`` made as Python makes it at start-up."""
+    tty = os.isatty(fd)
+    if fd == 0:
+        return io.TextIOWrapper(io.BufferedReader(io.FileIO(fd, "rb", closefd=False)),
+                                encoding=encoding, errors=errors, line_buffering=tty)  # fmt: skip
+    raw = io.FileIO(fd, "wb", closefd=False)
+    if fd == 2:  # stderr: line-buffered and backslash-escaping, terminal or not
+        return io.TextIOWrapper(io.BufferedWriter(raw), encoding=encoding,
+                                errors="backslashreplace", line_buffering=True)  # fmt: skip
+    return io.TextIOWrapper(io.BufferedWriter(raw), encoding=encoding, errors=errors,
+                            line_buffering=tty)  # fmt: skip
+
+
+def run_call(caller: int, frame: bytes, fds: list[int]) -> None:  # pragma: no cover - child
+    """Become the client's command and run it; never returns (the process exits)."""
+    code = 1
+    _report_on_exit(fds[4])
+    try:
+        fields = frame.split(b"\0")
+        argc = int(fields[4])
+        argv = [os.fsdecode(a) for a in fields[5 : 5 + argc]]
+        environ = dict(
+            os.fsdecode(item).split("=", 1) for item in fields[5 + argc :] if b"=" in item
+        )
+        os.fchdir(fds[3])
+        os.close(fds[3])
+        for target, fd in enumerate(fds[:3]):
+            if fd != target:
+                os.dup2(fd, target)
+        for fd in set(fds[:3]) - {0, 1, 2}:
+            os.close(fd)
+        os.umask(int(fields[3]))
+        os.environ.clear()
+        os.environ.update(environ)
+        time.tzset()
+        import tempfile
+
+        tempfile.tempdir = None  # the client's TMPDIR, not the daemon's
+        encoding, errors = _stdio_encoding(environ)
+        sys.stdin = _std_stream(0, encoding, errors)
+        sys.stdout = _std_stream(1, encoding, errors)
+        sys.stderr = _std_stream(2, encoding, errors)
+        # As at start-up, the originals are the streams (code that restores them finds these).
+        setattr(sys, "__stdin__", sys.stdin)  # noqa: B010 - typeshed calls them Final
+        setattr(sys, "__stdout__", sys.stdout)  # noqa: B010
+        setattr(sys, "__stderr__", sys.stderr)  # noqa: B010
+        sys.argv = ["onstation", *argv]
+        from onstation.harness import witness
+
+        witness.adopt_caller(caller)
+        from onstation.cli.entry import dispatch
+
+        dispatch(argv)
+        code = 0
+    except SystemExit as exc:
+        code = _exit_code(exc.code)
+    except KeyboardInterrupt:
+        _flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    _flush()
+    os._exit(code)
+
+
+def _report_on_exit(conn_fd: int) -> None:  # pragma: no cover - child
+    """Make every way this process ends on purpose (``os._exit``, which the hook fast path
+    and its watchdog call directly, and the end of :func:`run_call`) first flush the
+    standard streams, let go of the client's descriptors and tell the client the status."""
+    real_exit = os._exit
+
+    def finish(status: int) -> NoReturn:
+        _flush()
+        try:
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)  # the host sees end of output now, not after teardown
+            os.write(conn_fd, b"exit %d\n" % (status & 0xFF))
+        except OSError:
+            pass
+        real_exit(status)
+
+    os._exit = finish  # this process only: it ends the way the command chose, reported
+
+
+def _exit_code(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    with contextlib.suppress(Exception):  # the stream is gone; the exit code still says it
+        sys.stderr.write(f"{code}\n")
+    return 1
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed pipe: nothing left to say
+            stream.flush()
+
+
+def _stdio_encoding(environ: dict[str, str]) -> tuple[str, str]:
+    """The standard streams' encoding and error handler, as Python picks them at start-up:
+    ``PYTHONIOENCODING`` when set, else the daemon's own (the same user's locale)."""
+    given = environ.get("PYTHONIOENCODING", "")
+    base = sys.__stdin__ if sys.__stdin__ is not None else sys.stdin
+    encoding = getattr(base, "encoding", None) or "utf-8"
+    errors = getattr(base, "errors", None) or "strict"
+    if given:
+        name, _, handler = given.partition(":")
+        encoding = name or encoding
+        errors = handler or errors
+    return encoding, errors
+
+
+def daemonize(log: Path) -> int | None:
+    """Fork into the background (a new session, stdin from /dev/null, output to ``log``).
+    In the parent: the pipe to read the daemon's readiness from; in the daemon: None."""
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid > 0:
+        os.close(ready_w)
+        return ready_r
+    os.close(ready_r)
+    os.setsid()
+    os.chdir("/")  # holds no directory of the user's busy; each call brings its own
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(out)
+    os.environ["_ONSTATION_DAEMON_READY_FD"] = str(ready_w)
+    return None

@@ -1,0 +1,222 @@
+"""The client half of the per-user daemon: hand this command to a warm process, or run it here.
+
+Every hook call is a new Python process, and most of its cost is importing onstation, not
+answering. ``onstation daemon start`` keeps one process per user with the package already
+imported (:mod:`onstation.cli.daemon`); this module, imported by the console entry point
+before anything else, hands it the command as it is: the argument vector, the environment,
+the umask, and the process's own standard input, output and error and working directory as
+file descriptors (``SCM_RIGHTS``). A forked child of the daemon runs the very same code on
+those descriptors while this process waits, then this process ends with the child's exit
+status (or dies of the child's signal). Nothing of the command's own behaviour changes: its
+output goes straight to the descriptors the host gave, and its ledger writes are its own.
+
+It fails open: no daemon, a daemon of another user, another interpreter or another install,
+a daemon that says no, a command it does not serve, or any error before the daemon accepted
+the call, and the command runs in this process as if there were no daemon. Once a child has
+taken the call it is never run twice. The child reports its own exit status, so the daemon
+may go away meanwhile; only when both end without a word does this end with exit 1 and one
+line saying the outcome is unknown.
+
+Only the standard library's C modules are imported here (``_socket``, ``_signal``): this
+runs on every hook call, and ``socket.py`` alone would cost more than the rest of the client.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False  # typing costs import time on every hook call
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+#: The protocol's first field; a daemon that speaks another one answers "no".
+MAGIC = b"onstation-daemon-1"
+#: Where the daemon listens (a Unix socket path); ``ONSTATION_DAEMON=off`` never uses one.
+SOCKET_ENV = "ONSTATION_DAEMON_SOCKET"
+SWITCH_ENV = "ONSTATION_DAEMON"
+#: Seconds to connect and to hear the daemon's acceptance; past them the command runs here.
+CONNECT_TIMEOUT = 2.0
+#: The exit code when the daemon went away after taking the call (its outcome unknown).
+EXIT_LOST = 1
+#: Signals a waiting client passes on to the child running its command.
+FORWARDED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+
+#: The commands the daemon serves: short, non-interactive calls over the ledger. A command
+#: is served when its first words are one of these. Long-running and process-launching
+#: commands (serve, supervise, relieve, demo, simulate, fake-agent, tour) and the ones that
+#: examine this very process (doctor) always run in the calling process.
+SERVED: frozenset[tuple[str, ...]] = frozenset(
+    {
+        ("hook",),
+        ("statusline",),
+        ("lease",),
+        ("node",),
+        ("history",),
+        ("team", "status"),
+        ("halts",),
+        ("halt",),
+        ("unhalt",),
+        ("effect",),
+        ("task",),
+        ("message",),
+        ("guard",),
+        ("note",),
+        ("denials",),
+        ("grant",),
+        ("episode",),
+        ("actor",),
+        ("breaker",),
+        ("respawn",),
+        ("report",),
+        ("challenge",),
+        ("workspace",),
+        ("plan",),
+        ("alerts", "list"),
+        ("webhook", "list"),
+        ("token", "list"),
+        ("--help",),
+        ("-h",),
+        ("--version",),
+    }
+)
+
+
+def served(argv: list[str]) -> bool:
+    """Whether the daemon serves the command ``onstation ARGV...``."""
+    return bool(argv) and ((argv[0],) in SERVED or (len(argv) > 1 and (argv[0], argv[1]) in SERVED))
+
+
+def socket_path(environ: Mapping[str, str] | None = None) -> str | None:
+    """Where this user's daemon listens, or None when the daemon is switched off.
+
+    ``ONSTATION_DAEMON_SOCKET`` names it; otherwise ``$XDG_RUNTIME_DIR/onstation/daemon.sock``
+    where that is set, else ``/tmp/onstation-UID/daemon.sock``.
+    """
+    env = os.environ if environ is None else environ
+    if env.get(SWITCH_ENV, "").lower() in ("off", "0", "no", "false"):
+        return None
+    given = env.get(SOCKET_ENV)
+    if given:
+        return given
+    runtime = env.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return f"{runtime}/onstation/daemon.sock"
+    return f"/tmp/onstation-{os.getuid()}/daemon.sock"  # noqa: S108 - checked 0700 and ours
+
+
+def _int32s(values: tuple[int, ...]) -> bytes:
+    return b"".join(v.to_bytes(4, sys.byteorder, signed=True) for v in values)
+
+
+def request(argv: list[str]) -> bytes:
+    """The request frame for ``argv`` run here: length, then NUL-separated fields (the
+    working directory and the standard streams go beside it as descriptors)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    fields = [MAGIC, os.fsencode(sys.executable), os.fsencode(os.path.dirname(__file__)),
+              b"%d" % umask, b"%d" % len(argv), *(os.fsencode(a) for a in argv)]  # fmt: skip
+    fields += [k + b"=" + v for k, v in os.environb.items() if b"\0" not in k + v]
+    body = b"\0".join(fields)
+    return len(body).to_bytes(4, "big") + body
+
+
+def forward(argv: list[str]) -> None:
+    """Run ``onstation ARGV...`` in the daemon and end this process with its outcome; return
+    (having done nothing) when the command is to run in this process instead."""
+    if not served(argv):
+        return
+    path = socket_path()
+    if path is None:
+        return
+    try:
+        import _socket
+    except ImportError:
+        return
+    try:
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    except OSError:
+        return
+    try:
+        pid = _handed_over(sock, path, argv, _socket)
+    except (OSError, ValueError):
+        pid = None  # nothing was handed over: the go-ahead is the last thing sent
+    if pid is None:
+        sock.close()
+        return
+    _wait(sock, pid)
+
+
+def _handed_over(sock: object, path: str, argv: list[str], _socket: object) -> int | None:
+    """The pid of the daemon's child that took the call, or None (run it here)."""
+    s = sock  # a _socket.socket; typed loosely so this module imports nothing for typing
+    m = _socket
+    s.settimeout(CONNECT_TIMEOUT)  # type: ignore[attr-defined]
+    s.connect(path)  # type: ignore[attr-defined]
+    # The daemon must be this user's: a socket another user put at the path would otherwise
+    # receive this process's descriptors and act as this user.
+    cred = s.getsockopt(m.SOL_SOCKET, m.SO_PEERCRED, 12)  # type: ignore[attr-defined]
+    if int.from_bytes(cred[4:8], sys.byteorder) != os.getuid():
+        return None
+    cwd_fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        frame = request(argv)
+        fds = _int32s((0, 1, 2, cwd_fd))
+        rights = [(m.SOL_SOCKET, m.SCM_RIGHTS, fds)]  # type: ignore[attr-defined]
+        sent = s.sendmsg([frame], rights)  # type: ignore[attr-defined]
+        if sent < len(frame):
+            s.sendall(frame[sent:])  # type: ignore[attr-defined]
+    finally:
+        os.close(cwd_fd)
+    line = _line(s)
+    if not line.startswith(b"ok "):
+        return None  # "no REASON": the daemon will not run it; run it here
+    pid = int(line[3:])
+    # The go-ahead: the daemon hands the call to its child only once it has this byte, and
+    # this process never runs the command itself after sending it. A client that timed out
+    # before it never sent it, so the command cannot run both here and there.
+    s.sendall(b"g")  # type: ignore[attr-defined]
+    return pid
+
+
+def _line(sock: object) -> bytes:
+    """The first newline-ended line from the daemon, without the newline (b"" at end of
+    stream). What follows it is dropped: the only line that can follow one the client acts
+    on is the daemon's copy of a status its child already reported."""
+    got = b""
+    while b"\n" not in got:
+        chunk = sock.recv(64)  # type: ignore[attr-defined]
+        if not chunk:
+            return b""
+        got += chunk
+    return got.split(b"\n", 1)[0]
+
+
+def _wait(sock: object, pid: int) -> None:
+    """Wait for the child's outcome (passing signals on to it) and end this process so."""
+    import _signal  # type: ignore[import-not-found]  # signal.py's C half, no stub
+
+    def pass_on(signum: int, _frame: object) -> None:
+        try:  # noqa: SIM105 - contextlib costs import time on every hook call
+            os.kill(pid, signum)
+        except OSError:
+            pass
+
+    for name in FORWARDED_SIGNALS:
+        _signal.signal(getattr(_signal, name), pass_on)
+    sock.settimeout(None)  # type: ignore[attr-defined]
+    try:
+        line = _line(sock)
+    except OSError:
+        line = b""
+    kind, _, value = line.partition(b" ")
+    if kind == b"exit" and value.isdigit():
+        os._exit(int(value))
+    if kind == b"signal" and value.isdigit():
+        signum = int(value)
+        _signal.signal(signum, _signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        os._exit(128 + signum)
+    os.write(2, b"onstation: the daemon and its child %d ended without a word while running "
+             b"this command; the outcome is unknown\n" % pid)  # fmt: skip
+    os._exit(EXIT_LOST)

@@ -1,0 +1,463 @@
+"""The per-user daemon (``onstation daemon``): real processes, a real socket, real ledgers.
+
+Each test starts its own daemon on a socket of its own (the suite otherwise runs with the
+daemon off, tests/conftest.py) and checks that the daemon really served the calls (its
+``served`` count), so no test here can pass by the client quietly running in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+import hookworld
+
+from onstation.cli import daemon_client
+
+ONSTATION = str(Path(sys.executable).with_name("onstation"))
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Daemon:
+    """One daemon of a test's own, on a short socket path (``sun_path`` is 107 bytes)."""
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="osd-"))
+        self.dir.chmod(0o700)
+        self.socket = str(self.dir / "d.sock")
+        base = {k: v for k, v in (env or os.environ).items() if k != "ONSTATION_DAEMON"}
+        self.env = {**base, "ONSTATION_DAEMON_SOCKET": self.socket}
+
+    def cli(self, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        env = {**self.env, **kwargs.pop("env", {})}
+        return subprocess.run([ONSTATION, *args], capture_output=True, text=True, env=env,
+                              timeout=120, check=False, **kwargs)  # fmt: skip
+
+    def start(self) -> Daemon:
+        done = self.cli("daemon", "start")
+        assert done.returncode == 0, done.stderr
+        return self
+
+    def status(self) -> dict[str, Any]:
+        done = self.cli("daemon", "status", "--json")
+        return dict(json.loads(done.stdout))
+
+    def served(self) -> int:
+        return int(self.status().get("served", 0))
+
+    def in_flight(self) -> int:
+        reply = _control(self.socket, "status")
+        return int(reply.split(" in flight ")[1].split()[0]) if reply else 0
+
+    def stop(self) -> None:
+        self.cli("daemon", "stop")
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _control(path: str, verb: str) -> str:
+    from onstation.cli.daemon import control
+
+    return control(path, verb) or ""
+
+
+@pytest.fixture
+def daemon() -> Iterator[Daemon]:
+    running = Daemon().start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def _wait(predicate: Any, what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+# -- the lifecycle ---------------------------------------------------------------------------
+
+
+def test_start_status_stop_and_their_exit_codes() -> None:
+    d = Daemon()
+    try:
+        down = d.cli("daemon", "status")
+        assert down.returncode == 1 and "not running" in down.stdout
+        up = d.cli("daemon", "start")
+        assert up.returncode == 0 and f"listening on {d.socket}" in up.stdout
+        again = d.cli("daemon", "start")
+        assert again.returncode == 5 and "already listens" in again.stderr
+        assert len(again.stderr.strip().splitlines()) == 1
+        status = d.status()
+        assert status["running"] is True and status["served"] == 0
+        assert os.stat(d.socket).st_mode & 0o777 == 0o600
+        stopped = d.cli("daemon", "stop")
+        assert stopped.returncode == 0 and "stopped" in stopped.stdout
+        assert not os.path.exists(d.socket)
+        idle = d.cli("daemon", "stop")
+        assert idle.returncode == 0 and "none was running" in idle.stdout
+    finally:
+        d.stop()
+
+
+@pytest.mark.parametrize(
+    ("given", "mode", "message"),
+    [
+        ("relative/d.sock", None, "must be an absolute path"),
+        ("/" + "x" * 120 + "/d.sock", None, "longer than 107 bytes"),
+        (None, 0o755, "lets other users in"),
+    ],
+)
+def test_a_bad_socket_is_refused_in_one_line_with_exit_2(
+    given: str | None, mode: int | None, message: str
+) -> None:
+    d = Daemon()
+    try:
+        if mode is not None:
+            d.dir.chmod(mode)
+        done = d.cli("daemon", "start", "--socket", given or d.socket)
+        assert done.returncode == 2, done.stderr
+        assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+        assert not os.path.exists(d.socket)
+    finally:
+        d.stop()
+
+
+def test_switched_off_the_daemon_is_not_used_and_cannot_start(daemon: Daemon) -> None:
+    off = {"ONSTATION_DAEMON": "off"}
+    assert daemon.cli("--version", env=off).returncode == 0
+    assert daemon.served() == 0
+    refused = daemon.cli("daemon", "start", env={**off, "ONSTATION_DAEMON_SOCKET": ""})
+    assert refused.returncode == 2 and "switched off" in refused.stderr
+
+
+# -- calls through it ------------------------------------------------------------------------
+
+
+def _twin_rows(db: str, root: Path) -> str:
+    """The ledger's rows (times, ids and cursors aside, as the fast path's differential test
+    compares them), with the world's own directory and the digests of it (effect ids and
+    fingerprints) named by position, so that twin worlds in two places compare equal."""
+    import re
+
+    from test_fast_path_differential import _ledger_rows
+
+    text = repr(_ledger_rows(Path(db))).replace(str(root), "ROOT")
+    ids: dict[str, str] = {}
+    return re.sub(r"eff-[0-9a-f]{24}|\b[0-9a-f]{64}\b",
+                  lambda m: ids.setdefault(m[0], f"id-{len(ids)}"), text)  # fmt: skip
+
+
+def _session(host: hookworld.Host, project: Path) -> list[tuple[Any, str, int]]:
+    """One Claude Code session's hook calls and a second, concurrent session's."""
+    transcript = project.parent / "s1.jsonl"
+    transcript.write_text("")
+    calls: list[tuple[Any, str, int]] = []
+
+    def run(session: str, event: str, **fields: Any) -> None:
+        out, err, code = host.run(session, event, **fields)
+        calls.append((out, err.replace(str(project.parent), "ROOT"), code))
+
+    run("s1", "SessionStart", source="startup")
+    run("s1", "UserPromptSubmit", prompt="go on")
+    run("s1", "PreToolUse", tool_name="Read", tool_use_id="r1", tool_input={"file_path": "x"})
+    run("s1", "PostToolUse", tool_name="Read", tool_use_id="r1", tool_input={"file_path": "x"},
+        tool_response={"content": "x"})  # fmt: skip
+    hookworld.commit(project, "feature.txt")
+    run("s1", "PreToolUse", **hookworld.bash_call("git push origin main", "b1", "push"))
+    subprocess.run(["git", "push", "-q", "origin", "main"], cwd=project, check=True,
+                   capture_output=True)  # fmt: skip
+    run("s1", "PostToolUse", **hookworld.bash_call("git push origin main", "b1", "push"),
+        tool_response={"stdout": "", "stderr": "", "interrupted": False})  # fmt: skip
+    run("s2", "SessionStart", source="startup")  # a second, concurrent process: refused
+    run("s2", "PreToolUse", **hookworld.bash_call("git push origin main", "b2", "push"))
+    run("s1", "Stop", stop_hook_active=False)
+    run("s1", "SessionEnd", reason="other")
+    return calls
+
+
+def test_hooks_through_the_daemon_answer_and_write_as_in_process(
+    tmp_path: Path, daemon: Daemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Twin repositories with the same commits (the commit ids reach the ledger).
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+    (tmp_path / "here").mkdir()
+    (tmp_path / "there").mkdir()
+    here = hookworld.installed_world(tmp_path / "here")
+    there = hookworld.installed_world(tmp_path / "there", ONSTATION_DAEMON_SOCKET=daemon.socket)
+    assert "ONSTATION_DAEMON" in here["env"] and "ONSTATION_DAEMON" in there["env"]
+    there["env"].pop("ONSTATION_DAEMON")
+    in_process = hookworld.Host(here["project"], here["env"])
+    warm = hookworld.Host(there["project"], there["env"])
+    try:
+        before = daemon.served()
+        expected = _session(in_process, here["project"])
+        got = _session(warm, there["project"])
+        assert daemon.served() - before == len(got) == 10
+        assert got == expected
+        denied = got[7][0]["hookSpecificOutput"]
+        assert denied["permissionDecision"] == "deny"
+        assert _twin_rows(there["db"], tmp_path / "there") == _twin_rows(
+            here["db"], tmp_path / "here")  # fmt: skip
+        # The body's host is the host process (the client's grandparent, past `sh -c`), as
+        # witnessed in-process: never the daemon or its child.
+        conn = sqlite3.connect(there["db"])
+        row = conn.execute("SELECT host_witness FROM body_host WHERE session_id = 's1'")
+        witness = json.loads(row.fetchone()[0])
+        conn.close()
+        assert warm.process is not None and witness["pid"] == warm.process.pid
+    finally:
+        for host in (in_process, warm):
+            if host.process is not None:
+                host.process.kill()
+                host.process.wait()
+
+
+def test_the_clients_directory_environment_umask_and_exit_status(
+    tmp_path: Path, daemon: Daemon
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {"ONSTATION_DB": "rel.db"}  # relative: to the client's directory, not the daemon's
+    before = daemon.served()
+    made = daemon.cli("node", "register", "alpha", env=env, cwd=work,
+                      preexec_fn=lambda: os.umask(0o077))  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert (work / "rel.db").exists() and (work / "rel.db").stat().st_mode & 0o077 == 0
+    shown = daemon.cli("node", "show", "alpha", "--json", env=env, cwd=work)
+    assert shown.returncode == 0 and json.loads(shown.stdout)["node"] == "alpha"
+    missing = daemon.cli("node", "show", "nosuch", env=env, cwd=work)
+    here = subprocess.run([ONSTATION, "node", "show", "nosuch"], capture_output=True, text=True,
+                          env={**os.environ, **env}, cwd=work, check=False)  # fmt: skip
+    assert (missing.returncode, missing.stdout, missing.stderr) == (
+        here.returncode, here.stdout, here.stderr) and missing.returncode == 2  # fmt: skip
+    assert daemon.served() - before == 3
+
+
+def test_commands_it_does_not_serve_run_in_the_calling_process(
+    tmp_path: Path, daemon: Daemon
+) -> None:
+    done = daemon.cli("tour", "--help")
+    assert done.returncode == 0 and "Usage: onstation tour" in done.stdout
+    assert not daemon_client.served(["tour", "--help"]) and not daemon_client.served([])
+    assert daemon.served() == 0
+
+
+# -- a client that goes, a signal, a daemon that goes ---------------------------------------
+
+
+def _blocked_note(daemon: Daemon, db: Path) -> tuple[sqlite3.Connection, subprocess.Popen[str]]:
+    """A served write (``note``) stuck behind a write lock the test holds."""
+    _living_node(db)
+    lock = sqlite3.connect(db, isolation_level=None)
+    lock.execute("BEGIN IMMEDIATE")
+    client = subprocess.Popen([ONSTATION, *_note(db, "held back")],
+                              env=daemon.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    _wait(lambda: daemon.in_flight() == 1, "the call to be in flight")
+    return lock, client
+
+
+def _living_node(db: Path) -> None:
+    """Node alpha with a live lease (generation 1), so that it may write notes."""
+    env = {**os.environ, "ONSTATION_DAEMON": "off"}
+    for args in (["node", "register", "alpha"], ["lease", "acquire", "alpha", "--holder", "t"]):
+        subprocess.run([ONSTATION, *args, "--db", str(db)], check=True, capture_output=True,
+                       env=env)  # fmt: skip
+
+
+def _note(db: Path, text: str) -> list[str]:
+    return ["note", "alpha", "--note", text, "--generation", "1", "--db", str(db)]
+
+
+def _notes(db: Path) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return int(conn.execute("SELECT count(*) FROM note").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+    finally:
+        conn.close()
+
+
+def test_a_killed_client_takes_its_command_with_it(tmp_path: Path, daemon: Daemon) -> None:
+    db = tmp_path / "ledger.db"
+    lock, client = _blocked_note(daemon, db)
+    before = _notes(db)
+    client.kill()
+    client.wait()
+    _wait(lambda: daemon.in_flight() == 0, "the child to be killed")
+    lock.execute("ROLLBACK")
+    lock.close()
+    time.sleep(0.2)
+    assert _notes(db) == before  # the note never got written
+    assert daemon.status()["running"] is True
+
+
+def test_a_signal_to_the_client_reaches_the_command(tmp_path: Path, daemon: Daemon) -> None:
+    db = tmp_path / "ledger.db"
+    lock, client = _blocked_note(daemon, db)
+    client.send_signal(signal.SIGTERM)
+    assert client.wait(timeout=30) == -signal.SIGTERM
+    lock.execute("ROLLBACK")
+    lock.close()
+    _wait(lambda: daemon.in_flight() == 0, "the child to end")
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def test_a_daemon_gone_mid_call_still_reports_its_outcome(tmp_path: Path) -> None:
+    d = Daemon().start()
+    try:
+        db = tmp_path / "ledger.db"
+        lock, client = _blocked_note(d, db)
+        before = _notes(db)
+        os.kill(d.status()["pid"], signal.SIGKILL)
+        time.sleep(0.2)
+        lock.execute("ROLLBACK")
+        lock.close()
+        _out, err = client.communicate(timeout=60)
+        assert client.returncode == 0, err  # the child itself reported
+        assert _notes(db) == before + 1
+    finally:
+        d.stop()
+
+
+def test_a_daemon_and_child_gone_without_a_word_leave_one_line_and_exit_1(
+    tmp_path: Path,
+) -> None:
+    d = Daemon().start()
+    try:
+        db = tmp_path / "ledger.db"
+        lock, client = _blocked_note(d, db)
+        before = _notes(db)
+        daemon_pid = d.status()["pid"]
+        children = _children(daemon_pid)
+        assert len(children) == 2  # the call's child and the next spare
+        os.kill(daemon_pid, signal.SIGKILL)
+        for child in children:
+            os.kill(child, signal.SIGKILL)
+        _out, err = client.communicate(timeout=60)
+        assert client.returncode == daemon_client.EXIT_LOST
+        assert len(err.strip().splitlines()) == 1 and "outcome is unknown" in err
+        lock.execute("ROLLBACK")
+        lock.close()
+        assert _notes(db) == before
+    finally:
+        d.stop()
+
+
+# -- what it refuses -------------------------------------------------------------------------
+
+
+def _raw_call(path: str, argv: list[str], go: bool) -> bytes:
+    """A client by hand: the frame and descriptors, then the go-ahead or not."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    sock.connect(path)
+    null = os.open(os.devnull, os.O_RDWR)
+    cwd = os.open(".", os.O_RDONLY)
+    try:
+        frame = daemon_client.request(argv)
+        sock.sendmsg([frame], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                daemon_client._int32s((null, null, null, cwd)))])  # fmt: skip
+        line = sock.recv(64)
+        if go:
+            sock.sendall(b"g")
+            line += sock.recv(64)
+        return line
+    finally:
+        sock.close()
+        os.close(null)
+        os.close(cwd)
+
+
+def test_no_go_ahead_no_run_and_garbage_does_not_end_it(tmp_path: Path, daemon: Daemon) -> None:
+    db = tmp_path / "ledger.db"
+    _living_node(db)
+    served = daemon.served()
+    line = _raw_call(daemon.socket, _note(db, "never"), go=False)
+    assert line.startswith(b"ok ")
+    for junk in (b"", b"\x00\x00\x00\x05hello", os.urandom(300), b"\xff\xff\xff\xff"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(daemon.socket)
+            sock.sendall(junk)
+    notes = _notes(db)
+    assert daemon.served() == served
+    ran = _raw_call(daemon.socket, _note(db, "once"), go=True)
+    assert ran.startswith(b"ok ") and ran.endswith(b"exit 0\n")
+    assert _notes(db) == notes + 1 and daemon.served() == served + 1
+
+
+def _copied_install(tmp_path: Path) -> dict[str, str]:
+    """The package copied elsewhere, run from there (PYTHONPATH): another install."""
+    copy = tmp_path / "site"
+    shutil.copytree(ROOT / "src" / "onstation", copy / "onstation",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    return {"PYTHONPATH": str(copy)}
+
+
+def test_another_install_is_refused_and_runs_itself(tmp_path: Path, daemon: Daemon) -> None:
+    other = _copied_install(tmp_path)
+    done = daemon.cli("--version", env=other)
+    assert done.returncode == 0 and done.stdout.startswith("onstation")
+    assert daemon.served() == 0
+
+
+def test_a_changed_package_stops_the_daemon_and_the_call_runs_itself(tmp_path: Path) -> None:
+    other = _copied_install(tmp_path)
+    d = Daemon(env={**os.environ, **other}).start()
+    try:
+        assert d.cli("--version").returncode == 0 and d.served() == 1
+        names = tmp_path / "site" / "onstation" / "core" / "names.py"
+        names.write_text(names.read_text() + "\n# edited\n")
+        done = d.cli("--version")
+        assert done.returncode == 0 and done.stdout.startswith("onstation")
+        _wait(lambda: d.cli("daemon", "status").returncode == 1, "the daemon to stop")
+    finally:
+        d.stop()
+
+
+@pytest.mark.slow
+def test_the_hook_end_to_end_tests_pass_through_a_daemon() -> None:
+    """The hook end-to-end suites, every hook and CLI call served by a daemon."""
+    env = {**os.environ, "ONSTATION_TEST_DAEMON": "1"}
+    env.pop("ONSTATION_DAEMON", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-p", "no:xdist",
+         "tests/e2e/test_hooks_claude_code.py", "tests/e2e/test_hooks_effect_outcomes.py",
+         "tests/e2e/test_statusline_and_codex.py", "tests/e2e/test_session_continuation.py"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200, check=False,
+    )  # fmt: skip
+    tail = done.stdout[-3000:]
+    assert done.returncode == 0, tail + done.stderr[-2000:]
+    served = int(tail.split("onstation daemon: served ")[1].split()[0])
+    assert served >= 50, tail
