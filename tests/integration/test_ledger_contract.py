@@ -981,3 +981,30 @@ def test_the_tool_call_journal_is_bound_to_the_generation(ledger: Ledger) -> Non
     denials = ledger.denials("exec-1")
     assert len(denials) == before + 1 and denials[-1].action == "tool outcome Bash"
     assert len(records.tool_outcomes("exec-1", generation=generation)) == 6
+
+
+def test_the_change_token_moves_with_every_commit_and_only_then(
+    make_ledger: Callable[..., Ledger], clock: FakeClock
+) -> None:
+    """Ledger.change_token (issue 14: the simulator's checker reads the history only when
+    something was committed): equal across reads, different after a commit on this
+    connection or on another one; None where the backend cannot tell (PostgreSQL)."""
+    one, two = make_ledger(clock=clock), make_ledger(clock=clock)
+    first = one.change_token()
+    if one.backend.name != "sqlite":
+        assert first is None
+        return
+    one.list_nodes()
+    one.events_after(0)
+    assert one.change_token() == first
+    one.register_node("exec-1")  # this connection commits
+    mine = one.change_token()
+    assert mine != first
+    assert one.change_token() == mine
+    two.acquire_lease("exec-1", holder="body-1")  # another connection commits
+    assert one.change_token() != mine
+    with pytest.raises(Conflict):
+        one.register_node("exec-1")  # refused: nothing committed, the token may still move
+    settled = one.change_token()
+    two.get_node("exec-1")
+    assert one.change_token() == settled

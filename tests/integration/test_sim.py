@@ -105,3 +105,37 @@ def test_cli_replays_a_failing_seed_and_rejects_bad_input() -> None:
     bad = subprocess.run([onstation, "simulate", "--plant", "nope"], capture_output=True,
                          text=True, check=False)  # fmt: skip
     assert bad.returncode == 2 and "unknown bug" in bad.stderr
+
+
+def test_the_checker_skips_a_look_only_when_nothing_was_committed(tmp_path: Path) -> None:
+    """The invariant checker does not read the history when the ledger's change token says
+    nothing was committed since its last look (issue 14); a commit by another connection
+    (a body's, a rival supervisor's) is still read, and still checked."""
+    from onstation.core.governor import RespawnPolicy
+    from onstation.ledger import Ledger
+    from onstation.sim.invariants import Invariants
+
+    db = str(tmp_path / "ledger.db")
+    mine, other = Ledger.open(db), Ledger.open(db)
+    try:
+        checks = Invariants(RespawnPolicy())
+        mine.register_node("agent-1", role="executor", by="test")
+        checks.check(mine)
+        seen = checks.cursor
+        assert seen > 0 and checks.seen is not None
+        reads: list[int] = []
+        real = mine.events_after
+        mine.events_after = lambda seq, **kw: reads.append(seq) or real(seq, **kw)  # type: ignore[method-assign]
+        checks.check(mine)
+        assert reads == []  # nothing committed: nothing read
+        other.fence("agent-1", expect_generation=1, by="test")  # another connection commits
+        # ... and one more, a fence to a lower generation: only the history can tell.
+        other.backend._conn.execute(  # type: ignore[attr-defined]
+            "INSERT INTO event (node, kind, generation, actor, detail, at) "
+            "VALUES ('agent-1', 'node.fenced', 1, 'test', '{}', 0)")  # fmt: skip
+        checks.check(mine)
+        assert reads == [seen]
+        assert any(v.startswith("generations-increase") for v in checks.violations)
+    finally:
+        mine.close()
+        other.close()

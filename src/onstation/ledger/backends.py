@@ -83,6 +83,10 @@ class Backend(Protocol):
     def lock_gate(self, tx: Tx, *, exclusive: bool) -> None:
         """Serialize admissions and effects against halts (a no-op where writes are serial)."""
 
+    def change_token(self) -> object | None:
+        """A value that stays equal while nothing is committed to the database, by this
+        connection or any other; None where the backend cannot tell."""
+
 
 def _migrations(dialect: str) -> list[tuple[int, str]]:
     # A plain directory listing: importlib.resources costs ~10 ms of imports on every
@@ -283,6 +287,12 @@ class SqliteBackend:
     def integrity_check(self) -> str:
         """SQLite's own consistency check of the ledger file ("ok" when sound)."""
         return str(self._conn.execute("PRAGMA integrity_check").fetchone()[0])
+
+    def change_token(self) -> tuple[int, int]:
+        # SQLite's own counters: data_version changes when any other connection (any
+        # process) commits; total_changes counts the rows this connection changed.
+        version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+        return version, self._conn.total_changes
 
     def close(self) -> None:
         self._conn.close()
@@ -515,6 +525,9 @@ class PostgresBackend:
                 )
                 applied.append(version)
         return applied
+
+    def change_token(self) -> None:
+        return None  # no cheap equivalent of SQLite's data_version: a reader reads
 
     def close(self) -> None:
         self._conn.close()

@@ -94,6 +94,12 @@ class Ledger(
     # ----------------------------------------------------------------------------------------
     # history
 
+    def change_token(self) -> object | None:
+        """A value that stays equal while nothing is committed to the ledger (by this
+        connection or any other); compare two taken from the same :class:`Ledger` only.
+        None when the backend cannot tell (PostgreSQL): then read to know."""
+        return self.backend.change_token()
+
     def events_after(self, seq: int, *, limit: int | None = None) -> list[Event]:
         """Events with a sequence number above ``seq``, oldest first (at most ``limit``).
 
