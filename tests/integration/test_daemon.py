@@ -141,7 +141,7 @@ def test_a_bad_socket_is_refused_in_one_line_with_exit_2(
 
 def test_switched_off_the_daemon_is_not_used_and_cannot_start(daemon: Daemon) -> None:
     off = {"ONSTATION_DAEMON": "off"}
-    assert daemon.cli("--version", env=off).returncode == 0
+    assert daemon.cli("lease", "--help", env=off).returncode == 0
     assert daemon.served() == 0
     refused = daemon.cli("daemon", "start", env={**off, "ONSTATION_DAEMON_SOCKET": ""})
     assert refused.returncode == 2 and "switched off" in refused.stderr
@@ -257,6 +257,8 @@ def test_commands_it_does_not_serve_run_in_the_calling_process(
     done = daemon.cli("tour", "--help")
     assert done.returncode == 0 and "Usage: onstation tour" in done.stdout
     assert not daemon_client.served(["tour", "--help"]) and not daemon_client.served([])
+    assert not daemon_client.served(["--help"]) and not daemon_client.served(["--version"])
+    assert daemon.cli("--version").returncode == 0
     assert daemon.served() == 0
 
 
@@ -427,8 +429,8 @@ def _copied_install(tmp_path: Path) -> dict[str, str]:
 
 def test_another_install_is_refused_and_runs_itself(tmp_path: Path, daemon: Daemon) -> None:
     other = _copied_install(tmp_path)
-    done = daemon.cli("--version", env=other)
-    assert done.returncode == 0 and done.stdout.startswith("onstation")
+    done = daemon.cli("lease", "--help", env=other)
+    assert done.returncode == 0 and done.stdout.startswith("Usage: onstation lease")
     assert daemon.served() == 0
 
 
@@ -436,11 +438,11 @@ def test_a_changed_package_stops_the_daemon_and_the_call_runs_itself(tmp_path: P
     other = _copied_install(tmp_path)
     d = Daemon(env={**os.environ, **other}).start()
     try:
-        assert d.cli("--version").returncode == 0 and d.served() == 1
+        assert d.cli("lease", "--help").returncode == 0 and d.served() == 1
         names = tmp_path / "site" / "onstation" / "core" / "names.py"
         names.write_text(names.read_text() + "\n# edited\n")
-        done = d.cli("--version")
-        assert done.returncode == 0 and done.stdout.startswith("onstation")
+        done = d.cli("lease", "--help")
+        assert done.returncode == 0 and done.stdout.startswith("Usage: onstation lease")
         _wait(lambda: d.cli("daemon", "status").returncode == 1, "the daemon to stop")
     finally:
         d.stop()

@@ -69,9 +69,13 @@ def _imported_names(root: Path) -> Iterator[str]:
                 yield node.module
 
 
-def preload(root: Path = _PACKAGE) -> int:
-    """Import every module of the package and every module its sources import (but the
-    console's, the simulator's and the tests'); return how many modules are loaded."""
+def preload(root: Path = _PACKAGE, *, postgres: bool = False) -> int:
+    """Import every module of the package (but the console's, the simulator's and the
+    tests') and every standard-library module its sources import anywhere, also inside
+    functions (the hot paths import lazily); with ``postgres``, psycopg too. Other
+    third-party modules that are imported only inside functions are left to the calls that
+    need them: each costs every call's fork and teardown its memory. Returns how many
+    modules are loaded."""
     wanted: set[str] = set()
     for path in root.rglob("*.py"):
         parts = path.relative_to(root.parent).with_suffix("").parts
@@ -80,8 +84,10 @@ def preload(root: Path = _PACKAGE) -> int:
             continue
         wanted.add(name)
     for name in _imported_names(root):
-        if not name.startswith(NOT_PRELOADED) and name != "__main__":
+        if name.split(".")[0] in sys.stdlib_module_names and name != "__main__":
             wanted.add(name)
+    if postgres:
+        wanted.add("psycopg")
     for name in sorted(wanted):
         try:
             importlib.import_module(name)

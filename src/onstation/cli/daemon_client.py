@@ -44,8 +44,9 @@ FORWARDED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUS
 
 #: The commands the daemon serves: short, non-interactive calls over the ledger. A command
 #: is served when its first words are one of these. Long-running and process-launching
-#: commands (serve, supervise, relieve, demo, simulate, fake-agent, tour) and the ones that
-#: examine this very process (doctor) always run in the calling process.
+#: commands (serve, supervise, relieve, demo, simulate, fake-agent, tour), the ones that
+#: examine this very process (doctor), and ``--help`` and ``--version`` (answered without
+#: click in less time than a hand-over takes) always run in the calling process.
 SERVED: frozenset[tuple[str, ...]] = frozenset(
     {
         ("hook",),
@@ -75,9 +76,6 @@ SERVED: frozenset[tuple[str, ...]] = frozenset(
         ("alerts", "list"),
         ("webhook", "list"),
         ("token", "list"),
-        ("--help",),
-        ("-h",),
-        ("--version",),
     }
 )
 

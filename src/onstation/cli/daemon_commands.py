@@ -67,9 +67,16 @@ def daemon_group() -> None:
 @daemon_group.command("start")
 @_SOCKET_OPTION
 @click.option("--foreground", is_flag=True, help="Stay in the foreground (no log file).")
+@click.option(
+    "--postgres", is_flag=True,
+    help="Load psycopg ahead (default: when ONSTATION_DB is a postgresql:// URL).",
+)  # fmt: skip
 @_JSON_OPTION
-def daemon_start(socket_path: str | None, foreground: bool, as_json: bool) -> None:
+def daemon_start(socket_path: str | None, foreground: bool, postgres: bool,
+                 as_json: bool) -> None:  # fmt: skip
     """Start this user's daemon (exit 5 when one already runs on the socket)."""
+    postgres = postgres or os.environ.get("ONSTATION_DB", "").startswith(
+        ("postgresql://", "postgres://"))  # fmt: skip
     opts = Options(json=as_json)
     with handle_errors(opts):
         from onstation.cli import daemon as server
@@ -79,7 +86,7 @@ def daemon_start(socket_path: str | None, foreground: bool, as_json: bool) -> No
         if _status(path) is not None:
             raise Conflict(f"a daemon already listens on {path}")
         if foreground:
-            modules = server.preload()
+            modules = server.preload(postgres=postgres)
             daemon = server.Daemon(path)
             daemon.bind()
             _say(opts, {"socket": path, "pid": os.getpid(), "modules": modules},
@@ -91,15 +98,15 @@ def daemon_start(socket_path: str | None, foreground: bool, as_json: bool) -> No
         log = Path(directory) / "daemon.log"
         ready = server.daemonize(log)
         if ready is None:  # the daemon itself
-            _run_background(path)
+            _run_background(path, postgres)
         _wait_ready(opts, ready, path, log)
 
 
-def _run_background(path: str) -> NoReturn:
+def _run_background(path: str, postgres: bool) -> NoReturn:
     from onstation.cli import daemon as server
 
     try:
-        modules = server.preload()
+        modules = server.preload(postgres=postgres)
         daemon = server.Daemon(path)
         daemon.bind()
     except OnstationError as exc:
