@@ -93,11 +93,27 @@ def preload(root: Path = _PACKAGE, *, postgres: bool = False) -> int:
             importlib.import_module(name)
         except Exception:  # noqa: S112 - an optional dependency absent here is not needed
             continue
+    _warm(postgres)
     # What is loaded now is shared by every child, copy-on-write: kept out of the garbage
     # collector's sight, a child's collection does not write (and so copy) all of it.
     gc.collect()
     gc.freeze()
     return len(sys.modules)
+
+
+def _warm(postgres: bool) -> None:
+    """Fill the caches every ledger call fills first, once, for every child: the named
+    queries (parsed from package data, which the daemon's package watch covers) and the text
+    codecs the standard library looks up by name on first use."""
+    import codecs
+
+    from onstation.ledger import named_queries
+
+    for dialect in ("sqlite", "postgres") if postgres else ("sqlite",):
+        named_queries.queries(dialect)
+    for name in ("ascii", "latin-1", "utf-8", "utf-8-sig", "idna", "cp437"):
+        with contextlib.suppress(LookupError):
+            codecs.lookup(name)
 
 
 def _owned_private_dir(directory: Path) -> None:

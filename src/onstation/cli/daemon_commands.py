@@ -191,8 +191,10 @@ def daemon_stop(socket_path: str | None, as_json: bool) -> None:
                 raise OnstationError(f"the daemon on {path} did not stop within "
                                      f"{STOP_TIMEOUT:g} s")  # fmt: skip
             time.sleep(0.05)
-        _say(opts, {"socket": path, "stopped": True, "running": False},
-             f"onstation daemon: stopped ({answer.split(' socket ')[0]})")  # fmt: skip
+        served = int(answer.split(" served ")[1].split()[0])
+        _say(opts, {"socket": path, "stopped": True, "running": False, "pid": pid,
+                    "served": served},
+             f"onstation daemon: stopped (pid {pid}, {served} calls served)")  # fmt: skip
 
 
 def _alive(pid: int) -> bool:
