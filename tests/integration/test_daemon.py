@@ -463,3 +463,15 @@ def test_the_hook_end_to_end_tests_pass_through_a_daemon() -> None:
     assert done.returncode == 0, tail + done.stderr[-2000:]
     served = int(tail.split("onstation daemon: served ")[1].split()[0])
     assert served >= 50, tail
+
+
+def test_doctor_says_whether_the_daemon_runs(tmp_path: Path, daemon: Daemon) -> None:
+    (tmp_path / "w").mkdir()
+    env = {"ONSTATION_DB": str(tmp_path / "ledger.db")}
+    up = daemon.cli("doctor", "--project", str(tmp_path / "w"), "--json", env=env)
+    check = next(c for c in json.loads(up.stdout)["checks"] if c["check"] == "daemon")
+    assert check["status"] == "ok" and f"running on {daemon.socket}" in check["detail"]
+    daemon.cli("daemon", "stop")
+    down = daemon.cli("doctor", "--project", str(tmp_path / "w"), "--json", env=env)
+    check = next(c for c in json.loads(down.stdout)["checks"] if c["check"] == "daemon")
+    assert check["status"] == "ok" and "not running" in check["detail"]

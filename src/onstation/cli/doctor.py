@@ -520,6 +520,27 @@ def _check_witness(report: Report) -> None:
                    "and boot id readable")  # fmt: skip
 
 
+def _check_daemon(report: Report) -> None:
+    """The optional per-user daemon (docs/daemon.md): said, never a warning."""
+    from onstation.cli.daemon import control
+    from onstation.cli.daemon_client import SWITCH_ENV, socket_path
+
+    path = socket_path()
+    if path is None:
+        report.add("daemon", OK, f"switched off ({SWITCH_ENV}=off): every call runs in its "
+                   "own process")  # fmt: skip
+        return
+    answer = control(path, "status")
+    if answer is None:
+        report.add("daemon", OK, f"not running on {path} (optional: `onstation daemon start` "
+                   "runs hook calls and short commands warm)")  # fmt: skip
+        return
+    words = answer.split()
+    fields = dict(zip(words[1::2], words[2::2], strict=False))
+    report.add("daemon", OK, f"{words[0]} on {path} (pid {fields.get('pid')}, "
+               f"{fields.get('served')} calls served)")  # fmt: skip
+
+
 # -- the command ----------------------------------------------------------------------------
 
 
@@ -532,6 +553,7 @@ def diagnose(project: str, opts: Options, plugin_dirs: tuple[str, ...] = ()) -> 
             _check_codex_trust(report, scope, record, project)
     _check_ledger(report, project, opts)
     _check_witness(report)
+    _check_daemon(report)
     return report
 
 
