@@ -475,3 +475,26 @@ def test_doctor_says_whether_the_daemon_runs(tmp_path: Path, daemon: Daemon) -> 
     down = daemon.cli("doctor", "--project", str(tmp_path / "w"), "--json", env=env)
     check = next(c for c in json.loads(down.stdout)["checks"] if c["check"] == "daemon")
     assert check["status"] == "ok" and "not running" in check["detail"]
+
+
+def test_auto_starts_one_daemon_in_the_background_and_runs_the_call_itself(
+    tmp_path: Path,
+) -> None:
+    d = Daemon()
+    try:
+        env = {"ONSTATION_DAEMON": "auto", "ONSTATION_DB": str(tmp_path / "ledger.db")}
+        first = d.cli("node", "register", "alpha", env=env)
+        assert first.returncode == 0, first.stderr
+        _wait(lambda: _control(d.socket, "status").startswith("running"), "the daemon", 60)
+        assert not os.path.exists(daemon_client.start_lock(d.socket))
+        assert d.served() == 0  # the first call ran in its own process
+        shown = d.cli("node", "show", "alpha", env=env)
+        assert shown.returncode == 0 and d.served() == 1
+        # A start lock younger than a minute holds off a second start.
+        d.cli("daemon", "stop")
+        Path(daemon_client.start_lock(d.socket)).touch()
+        assert d.cli("node", "show", "alpha", env=env).returncode == 0
+        time.sleep(1.0)
+        assert d.cli("daemon", "status").returncode == 1
+    finally:
+        d.stop()

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 #: The protocol's first field; a daemon that speaks another one answers "no".
 MAGIC = b"onstation-daemon-1"
-#: Where the daemon listens (a Unix socket path); ``ONSTATION_DAEMON=off`` never uses one.
+#: Where the daemon listens (a Unix socket path); ``ONSTATION_DAEMON=off`` never uses one,
+#: ``ONSTATION_DAEMON=auto`` starts one in the background when none answers.
 SOCKET_ENV = "ONSTATION_DAEMON_SOCKET"
 SWITCH_ENV = "ONSTATION_DAEMON"
 #: Seconds to connect and to hear the daemon's acceptance; past them the command runs here.
@@ -137,12 +138,57 @@ def forward(argv: list[str]) -> None:
         return
     try:
         pid = _handed_over(sock, path, argv, _socket)
+    except (FileNotFoundError, ConnectionRefusedError):
+        pid = None  # no daemon listens there
+        if os.environ.get(SWITCH_ENV, "").lower() == "auto":
+            start_in_background(path)
     except (OSError, ValueError):
         pid = None  # nothing was handed over: the go-ahead is the last thing sent
     if pid is None:
         sock.close()
         return
     _wait(sock, pid)
+
+
+def start_lock(path: str) -> str:
+    """The file that says a daemon for ``path`` is being started (``ONSTATION_DAEMON=auto``)."""
+    return os.path.join(os.path.dirname(path), "starting")
+
+
+def start_in_background(path: str) -> None:
+    """``ONSTATION_DAEMON=auto``: start this user's daemon, not waiting for it (this call runs
+    in its own process meanwhile). One start at a time: a start lock younger than
+    :data:`START_LOCK_SECONDS` (the daemon removes it once it listens) means one is under
+    way. Any failure is silent: the call goes on without a daemon, as with none."""
+    lock = start_lock(path)
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:
+            import time
+
+            if time.time() - os.lstat(lock).st_mtime < START_LOCK_SECONDS:
+                return
+            os.unlink(lock)  # a start that never finished: try again
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
+        os.close(fd)
+        env = dict(os.environ)
+        env[SOCKET_ENV] = path
+        devnull = os.devnull
+        actions = [(os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),
+                   (os.POSIX_SPAWN_OPEN, 1, devnull, os.O_WRONLY, 0),
+                   (os.POSIX_SPAWN_OPEN, 2, devnull, os.O_WRONLY, 0)]  # fmt: skip
+        os.posix_spawn(sys.executable, [sys.executable, "-c", _START, "daemon", "start"], env,
+                       file_actions=actions, setsid=True)  # fmt: skip
+    except OSError:
+        pass
+
+
+#: Seconds a start lock holds off another automatic start.
+START_LOCK_SECONDS = 60
+#: The console entry point, run as ``python -c`` (sys.argv[1:] is then "daemon start").
+_START = "from onstation.cli.entry import main; main()"
 
 
 def _handed_over(sock: object, path: str, argv: list[str], _socket: object) -> int | None:

@@ -7,6 +7,7 @@ a warm, forked child instead of a fresh interpreter that imports the package eac
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -110,11 +111,13 @@ def _run_background(path: str, postgres: bool) -> NoReturn:
         daemon = server.Daemon(path)
         daemon.bind()
     except OnstationError as exc:
+        _clear_start_lock(path)
         _tell_parent(f"error {int(exc.exit_code)} {exc.message}")
         os._exit(int(exc.exit_code))
     except BaseException as exc:
         _tell_parent(f"error 1 {type(exc).__name__}: {exc}")
         os._exit(1)
+    _clear_start_lock(path)
     _tell_parent(f"ready {os.getpid()} {modules}")
     print(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} listening on {path} "
           f"(pid {os.getpid()}, {modules} modules)", flush=True)  # fmt: skip
@@ -128,6 +131,14 @@ def _run_background(path: str, postgres: bool) -> NoReturn:
     print(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} stopped after "
           f"{daemon.served} calls", flush=True)  # fmt: skip
     os._exit(code)
+
+
+def _clear_start_lock(path: str) -> None:
+    """The start is over (ONSTATION_DAEMON=auto): a later call may start one again."""
+    from onstation.cli.daemon_client import start_lock
+
+    with contextlib.suppress(OSError):
+        os.unlink(start_lock(path))
 
 
 def _tell_parent(line: str) -> None:
