@@ -43,8 +43,10 @@ class Daemon:
         self.env = {**base, "ONSTATION_DAEMON_SOCKET": self.socket}
 
     def cli(self, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        """``onstation ARGS`` (with ``args_prefix``: ARGS is the whole command line)."""
         env = {**self.env, **kwargs.pop("env", {})}
-        return subprocess.run([ONSTATION, *args], capture_output=True, text=True, env=env,
+        argv = list(args) if kwargs.pop("args_prefix", False) else [ONSTATION, *args]
+        return subprocess.run(argv, capture_output=True, text=True, env=env,
                               timeout=120, check=False, **kwargs)  # fmt: skip
 
     def start(self) -> Daemon:
@@ -498,3 +500,18 @@ def test_auto_starts_one_daemon_in_the_background_and_runs_the_call_itself(
         assert d.cli("daemon", "status").returncode == 1
     finally:
         d.stop()
+
+
+def test_a_sandboxed_caller_stays_in_its_sandbox(tmp_path: Path, daemon: Daemon) -> None:
+    """A command under no_new_privs (as in Codex's sandbox, which adds namespaces and a
+    seccomp filter) is not served: it runs confined, in its own process."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.fail("setpriv (util-linux) is needed for this test")
+    env = {"ONSTATION_DB": str(tmp_path / "ledger.db")}
+    confined = daemon.cli(setpriv, "--no-new-privs", ONSTATION, "node", "register", "alpha",
+                          env=env, args_prefix=True)  # fmt: skip
+    assert confined.returncode == 0, confined.stderr
+    assert daemon.served() == 0
+    free = daemon.cli("node", "show", "alpha", env=env)
+    assert free.returncode == 0 and daemon.served() == 1

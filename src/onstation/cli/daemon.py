@@ -177,6 +177,7 @@ class Daemon:
         self.listener: socket.socket | None = None
         self._inode = 0
         self.watch = PackageWatch(_PACKAGE)
+        self.confinement = confinement(os.getpid())
         self.spare: tuple[int, socket.socket] | None = None
         self.calls: dict[int, _Call] = {}
         self.served = 0
@@ -388,6 +389,11 @@ class Daemon:
         argv = [os.fsdecode(a) for a in fields[5 : 5 + argc]]
         if not client.served(argv):
             return self._refuse(conn, "not served")
+        if confinement(caller) != self.confinement:
+            # A command run inside a sandbox (Codex's, Claude Code's Bash sandbox: their own
+            # namespaces, no_new_privs, a seccomp filter) must stay inside it: served here it
+            # would read and write as an unconfined process.
+            return self._refuse(conn, "a confined caller")
         if self.stopping:
             return self._refuse(conn, "stopping")
         if self.watch.changed():
@@ -459,6 +465,29 @@ class Daemon:
             os._exit(0)  # the daemon stopped: no call will come
         channel.close()
         run_call(int.from_bytes(got[:4], "big"), got[4:], fds)
+
+
+_NAMESPACES = ("mnt", "pid", "user", "net", "ipc", "uts", "cgroup")
+
+
+def confinement(pid: int) -> tuple[str, ...]:
+    """What confines process ``pid``: its namespaces, ``no_new_privs`` and seccomp mode
+    (``/proc``). A caller confined otherwise than the daemon is not served."""
+    found: list[str] = []
+    for name in _NAMESPACES:
+        try:
+            found.append(os.readlink(f"/proc/{pid}/ns/{name}"))
+        except OSError:
+            found.append("?")
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            status = fh.read().decode("ascii", "replace")
+    except OSError:
+        status = ""
+    for line in status.splitlines():
+        if line.startswith(("NoNewPrivs:", "Seccomp:")):
+            found.append(line.replace("\t", " "))
+    return tuple(found)
 
 
 def _same_install(cli_dir: str) -> bool:
