@@ -583,6 +583,11 @@ def run_call(caller: int, frame: bytes, fds: list[int]) -> None:  # pragma: no c
 
         traceback.print_exc()
         code = 1
+    # As at the end of a process of its own: the exit handlers, then the streams flushed.
+    import atexit
+
+    with contextlib.suppress(Exception):
+        atexit._run_exitfuncs()
     _flush()
     os._exit(code)
 
