@@ -62,8 +62,10 @@ class Daemon:
         return int(self.status().get("served", 0))
 
     def in_flight(self) -> int:
-        reply = _control(self.socket, "status")
-        return int(reply.split(" in flight ")[1].split()[0]) if reply else 0
+        from onstation.cli.daemon import status
+
+        found = status(self.socket)
+        return int(str(found["in_flight"])) if found else 0
 
     def stop(self) -> None:
         self.cli("daemon", "stop")

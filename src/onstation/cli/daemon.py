@@ -116,7 +116,7 @@ def _warm(postgres: bool) -> None:
             codecs.lookup(name)
 
 
-def _owned_private_dir(directory: Path) -> None:
+def owned_private_dir(directory: Path) -> None:
     """Make ``directory`` (0700, this user's) or check that it is so; BadInput otherwise."""
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -159,6 +159,21 @@ def control(path: str, verb: str, timeout: float = CLIENT_TIMEOUT) -> str | None
         sock.close()
 
 
+def status(path: str, verb: str = "status") -> dict[str, object] | None:
+    """The daemon's answer to ``verb`` (``status`` or ``stop``) as a record: its ``state``
+    (running, stopping), ``pid``, calls ``served`` and ``in_flight``; None when no daemon of
+    this user answers at ``path``."""
+    answer = control(path, verb)
+    if answer is None:
+        return None
+    state, _, rest = answer.partition(" ")
+    words = rest.split(" socket ")[0].replace("in flight", "in_flight").split()
+    fields = dict(zip(words[0::2], words[1::2], strict=False))
+    return {"running": state == "running", "state": state, "pid": int(fields["pid"]),
+            "served": int(fields["served"]), "in_flight": int(fields["in_flight"]),
+            "socket": path}  # fmt: skip
+
+
 class _Call:
     """One client call a child is running: its connection, and whether the client is gone."""
 
@@ -190,7 +205,7 @@ class Daemon:
     def bind(self) -> None:
         """Listen at :attr:`path`; Conflict when a daemon of this user already answers there."""
         directory = Path(self.path).parent
-        _owned_private_dir(directory)
+        owned_private_dir(directory)
         if control(self.path, "status") is not None:
             raise Conflict(f"a daemon already listens on {self.path}")
         try:

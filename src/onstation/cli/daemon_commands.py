@@ -40,16 +40,10 @@ def _path(given: str | None) -> str:
     return path
 
 
-def _status(path: str) -> dict[str, object] | None:
-    from onstation.cli.daemon import control
+def _status(path: str, verb: str = "status") -> dict[str, object] | None:
+    from onstation.cli.daemon import status
 
-    answer = control(path, "status")
-    if answer is None:
-        return None
-    words = answer.split()
-    fields = dict(zip(words[1::2], words[2::2], strict=False))
-    return {"running": words[0] == "running", "state": words[0], "pid": int(fields["pid"]),
-            "served": int(fields["served"]), "socket": path}  # fmt: skip
+    return status(path, verb)
 
 
 _SOCKET_OPTION = click.option(
@@ -95,7 +89,7 @@ def daemon_start(socket_path: str | None, foreground: bool, postgres: bool,
                  "modules loaded)")  # fmt: skip
             raise SystemExit(daemon.serve())
         directory = os.path.dirname(path)
-        server._owned_private_dir(Path(directory))
+        server.owned_private_dir(Path(directory))
         log = Path(directory) / "daemon.log"
         ready = server.daemonize(log)
         if ready is None:  # the daemon itself
@@ -187,22 +181,19 @@ def daemon_stop(socket_path: str | None, as_json: bool) -> None:
     """Stop this user's daemon once its calls in flight are done (none running: exit 0)."""
     opts = Options(json=as_json)
     with handle_errors(opts):
-        from onstation.cli.daemon import control
-
         path = _path(socket_path)
-        answer = control(path, "stop")
+        answer = _status(path, "stop")
         if answer is None:
             _say(opts, {"socket": path, "stopped": False, "running": False},
                  f"onstation daemon: none was running on {path}")  # fmt: skip
             return
-        pid = int(answer.split(" pid ")[1].split()[0])
+        pid, served = int(str(answer["pid"])), answer["served"]
         deadline = time.monotonic() + STOP_TIMEOUT
         while _alive(pid):
             if time.monotonic() > deadline:
                 raise OnstationError(f"the daemon on {path} did not stop within "
                                      f"{STOP_TIMEOUT:g} s")  # fmt: skip
             time.sleep(0.05)
-        served = int(answer.split(" served ")[1].split()[0])
         _say(opts, {"socket": path, "stopped": True, "running": False, "pid": pid,
                     "served": served},
              f"onstation daemon: stopped (pid {pid}, {served} calls served)")  # fmt: skip

@@ -522,7 +522,7 @@ def _check_witness(report: Report) -> None:
 
 def _check_daemon(report: Report) -> None:
     """The optional per-user daemon (docs/daemon.md): said, never a warning."""
-    from onstation.cli.daemon import control
+    from onstation.cli.daemon import status
     from onstation.cli.daemon_client import SWITCH_ENV, socket_path
 
     path = socket_path()
@@ -530,15 +530,13 @@ def _check_daemon(report: Report) -> None:
         report.add("daemon", OK, f"switched off ({SWITCH_ENV}=off): every call runs in its "
                    "own process")  # fmt: skip
         return
-    answer = control(path, "status")
-    if answer is None:
+    found = status(path)
+    if found is None:
         report.add("daemon", OK, f"not running on {path} (optional: `onstation daemon start` "
                    "runs hook calls and short commands warm)")  # fmt: skip
         return
-    words = answer.split()
-    fields = dict(zip(words[1::2], words[2::2], strict=False))
-    report.add("daemon", OK, f"{words[0]} on {path} (pid {fields.get('pid')}, "
-               f"{fields.get('served')} calls served)")  # fmt: skip
+    report.add("daemon", OK, f"{found['state']} on {path} (pid {found['pid']}, "
+               f"{found['served']} calls served)")  # fmt: skip
 
 
 # -- the command ----------------------------------------------------------------------------
