@@ -6,13 +6,17 @@ listens on a Unix socket in a directory only its user can enter
 waiting. A client (:mod:`onstation.cli.daemon_client`) sends its argument vector,
 environment and umask, with its standard streams and working directory as descriptors; the
 daemon checks it (the same user, the same interpreter and install, a command it serves, the
-package unchanged on disk since the daemon started), says ``ok PID`` and, on the client's
-go-ahead, hands the call to the spare. The spare becomes the client's command: it takes the
-descriptors as 0, 1, 2 and its working directory, the environment, umask and argument
-vector, and names the client as the process it runs for (parent-chain walks start from
-there, :func:`onstation.harness.witness.adopt_caller`); then it runs the console entry
-point exactly as the client would have, and exits. The daemon reaps it and reports its exit
-status (or the signal that ended it) to the client, and forks the next spare.
+package unchanged on disk since the daemon started), says ``ok PID`` and hands the call to
+the spare at once. The spare becomes the client's command: it takes the descriptors as 0, 1,
+2 and its working directory, the environment, umask and argument vector, and names the
+client as the process it runs for (parent-chain walks start from there,
+:func:`onstation.harness.witness.adopt_caller`); then, once the client's go-ahead byte
+reaches it on the client's own connection, it runs the console entry point exactly as the
+client would have, and exits (without the go-ahead it exits having run nothing). Setting up
+while the client answers ``ok`` keeps that round trip off the caller's clock. The child
+reports its exit status to the client itself; the daemon reaps it, reports the status (or
+the signal that ended it) again for a child that ended without a word, and forks the next
+spare.
 
 A client that goes away (its host killed it) takes its command with it: the child is killed.
 The daemon holds no ledger connection and no state between calls: every call's child starts
@@ -41,6 +45,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from onstation.cli import daemon_client as client
+from onstation.cli import daemon_pages
 from onstation.cli.daemon_watch import PackageWatch
 from onstation.core.errors import BadInput, Conflict, OnstationError
 
@@ -161,8 +166,10 @@ def control(path: str, verb: str, timeout: float = CLIENT_TIMEOUT) -> str | None
 
 def status(path: str, verb: str = "status") -> dict[str, object] | None:
     """The daemon's answer to ``verb`` (``status`` or ``stop``) as a record: its ``state``
-    (running, stopping), ``pid``, calls ``served`` and ``in_flight``; None when no daemon of
-    this user answers at ``path``."""
+    (running, stopping), ``pid``, calls ``served`` and ``in_flight``, and ``hot_pages``
+    (how many pages the latest call dirtied, which each spare copies while it waits:
+    :mod:`onstation.cli.daemon_pages`); None when no daemon of this user answers at
+    ``path``."""
     answer = control(path, verb)
     if answer is None:
         return None
@@ -171,17 +178,49 @@ def status(path: str, verb: str = "status") -> dict[str, object] | None:
     fields = dict(zip(words[0::2], words[1::2], strict=False))
     return {"running": state == "running", "state": state, "pid": int(fields["pid"]),
             "served": int(fields["served"]), "in_flight": int(fields["in_flight"]),
-            "socket": path}  # fmt: skip
+            "hot_pages": int(fields.get("pages", 0)), "socket": path}  # fmt: skip
 
 
 class _Call:
-    """One client call a child is running: its connection, and whether the client is gone."""
+    """One client call a child holds: the client's connection, the child's channel (it says
+    ``r`` there once it has the go-ahead and runs the command, ``d`` once the client has its
+    outcome, then the pages it dirtied), and whether the client is gone."""
 
-    __slots__ = ("conn", "gone")
+    __slots__ = ("channel", "conn", "counted", "done", "gone", "runs")
 
-    def __init__(self, conn: socket.socket) -> None:
+    def __init__(self, conn: socket.socket, channel: socket.socket) -> None:
         self.conn = conn
+        self.channel = channel
+        channel.setblocking(False)
         self.gone = False
+        self.runs = False
+        self.done = False
+        self.counted = False
+
+    def _hear(self) -> None:
+        while not self.done:
+            try:
+                said = self.channel.recv(1)
+            except OSError:  # nothing more yet (BlockingIOError), or gone
+                return
+            if said == b"r":
+                self.runs = True
+            elif said == b"d" and self.runs:
+                self.done = True
+            else:
+                return  # the child ended (or said something else): nothing more to hear
+
+    def started(self) -> bool:
+        """Whether the child has said it had the go-ahead (it says so before it runs the
+        command, so by the time the client has the command's outcome this is known)."""
+        self._hear()
+        return self.runs
+
+    def finished(self) -> bool:
+        """Whether the child has said the client has the command's outcome (it says so
+        before it tells the client, so a client gone after that is known to be done)."""
+        self._hear()
+        return self.done
 
 
 class Daemon:
@@ -196,6 +235,8 @@ class Daemon:
         self.spare: tuple[int, socket.socket] | None = None
         self.calls: dict[int, _Call] = {}
         self.served = 0
+        #: The pages the latest call dirtied, for the next spare to copy while it waits.
+        self.hot: list[tuple[int, int]] = []
         self.started = time.time()
         self.stopping = False
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -260,7 +301,9 @@ class Daemon:
             poller.register(self.listener, select.POLLIN)
         for call in self.calls.values():
             if not call.gone:
-                poller.register(call.conn, select.POLLIN)
+                # Only the client's hang-up: its go-ahead byte on the same connection is the
+                # child's to read.
+                poller.register(call.conn, select.POLLRDHUP)
         by_fd = {call.conn.fileno(): pid for pid, call in self.calls.items() if not call.gone}
         for fd, _mask in poller.poll(1000):
             if fd == self._wake_r:
@@ -282,14 +325,10 @@ class Daemon:
 
     def _client_event(self, pid: int) -> None:
         call = self.calls[pid]
-        try:
-            data = call.conn.recv(64)
-        except OSError:
-            data = b""
-        if data:
-            return  # a client says nothing after its go-ahead; ignore
-        # The client is gone (its host killed it): its command goes with it.
         call.gone = True
+        if call.finished():
+            return  # it ended having its outcome; the child is only saying what it learnt
+        # The client hung up (its host killed it): its command goes with it.
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
 
@@ -310,6 +349,13 @@ class Daemon:
             call = self.calls.pop(pid, None)
             if call is None:
                 continue
+            self._count(call)
+            if call.runs:
+                self._learn(call.channel)
+            call.channel.close()
+            if not call.runs:  # no go-ahead came: nothing ran, and the client is gone
+                call.conn.close()
+                continue
             if os.WIFSIGNALED(status):
                 line = b"signal %d\n" % os.WTERMSIG(status)
             else:
@@ -322,6 +368,21 @@ class Daemon:
                 except OSError:
                     pass
             call.conn.close()
+
+    def _learn(self, channel: socket.socket) -> None:
+        """Keep the set of pages an ended child said it dirtied (:mod:`daemon_pages`)."""
+        data = b""
+        with contextlib.suppress(OSError):  # the end of what it sent, or nothing
+            while chunk := channel.recv(65536):
+                data += chunk
+        if data:
+            self.hot = daemon_pages.decode(data)
+
+    def _count(self, call: _Call) -> None:
+        """Count a call as served once its child has the go-ahead."""
+        if not call.counted and call.started():
+            call.counted = True
+            self.served += 1
 
     def _reap_spare(self) -> None:
         if self.spare is None:
@@ -419,28 +480,28 @@ class Daemon:
         assert self.spare is not None
         child, channel = self.spare
         conn.sendall(b"ok %d\n" % child)
-        if conn.recv(1) != b"g":
-            return False  # the client gave up before its go-ahead; the spare stays
-        # The child gets the connection too: it reports its own exit status the moment it
-        # has one (its process teardown, several milliseconds, is then off the caller's
-        # clock); the daemon reports only for a child that died without saying.
+        # The child gets the connection too: it waits there for the client's go-ahead (a
+        # client that gave up before sending it never has its command run) and reports its
+        # own exit status the moment it has one (its process teardown, several milliseconds,
+        # is then off the caller's clock); the daemon reports only for a child that died
+        # without saying.
         payload = caller.to_bytes(4, "big") + frame
         rights = struct.pack("5i", *fds, conn.fileno())
         channel.sendmsg([len(payload).to_bytes(4, "big") + payload],
                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights)])  # fmt: skip
-        channel.close()
         self.spare = None
-        self.calls[child] = _Call(conn)
-        conn.setblocking(False)
-        self.served += 1
+        self.calls[child] = _Call(conn, channel)
         return True
 
     def _control(self, conn: socket.socket, verb: list[bytes]) -> None:
+        for call in self.calls.values():
+            self._count(call)
         if verb == [b"stop"]:
             self.stopping = True
         state = "stopping" if self.stopping else "running"
         answer = (f"{state} pid {os.getpid()} served {self.served} in flight {len(self.calls)} "
-                  f"since {int(self.started)} socket {self.path}\n")  # fmt: skip
+                  f"pages {sum(count for _first, count in self.hot)} since {int(self.started)} "
+                  f"socket {self.path}\n")  # fmt: skip
         with contextlib.suppress(OSError):
             conn.sendall(answer.encode())
 
@@ -473,13 +534,19 @@ class Daemon:
             keep = channel.fileno()
             os.closerange(3, keep)
             os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))
+            # While no call has come, copy the pages the last call dirtied (a chunk at a
+            # time: a call that arrives stops it).
+            prefault = daemon_pages.Prefault(self.hot)
+            poller = select.poll()
+            poller.register(keep, select.POLLIN)
+            while not prefault.done and not poller.poll(0):
+                prefault.step()
             got, fds = _read_frame(channel)
         except BaseException:
             os._exit(0)
         if not got:
             os._exit(0)  # the daemon stopped: no call will come
-        channel.close()
-        run_call(int.from_bytes(got[:4], "big"), got[4:], fds)
+        run_call(int.from_bytes(got[:4], "big"), got[4:], fds, channel)
 
 
 _NAMESPACES = ("mnt", "pid", "user", "net", "ipc", "uts", "cgroup")
@@ -546,10 +613,26 @@ def _std_stream(fd: int, encoding: str, errors: str) -> io.TextIOWrapper:
                             line_buffering=tty)  # fmt: skip
 
 
-def run_call(caller: int, frame: bytes, fds: list[int]) -> None:  # pragma: no cover - child
-    """Become the client's command and run it; never returns (the process exits)."""
+def _go_ahead(conn_fd: int, channel: socket.socket) -> bool:  # pragma: no cover - child
+    """Wait (bounded) for the client's go-ahead byte; once it is here, tell the daemon (``r``
+    on the channel) that the command runs."""
+    poller = select.poll()
+    poller.register(conn_fd, select.POLLIN)
+    try:
+        if not poller.poll(int(CLIENT_TIMEOUT * 1000)) or os.read(conn_fd, 1) != b"g":
+            return False
+        channel.sendall(b"r")
+    except OSError:
+        return False
+    return True
+
+
+def run_call(
+    caller: int, frame: bytes, fds: list[int], channel: socket.socket
+) -> None:  # pragma: no cover - child
+    """Become the client's command and, on the client's go-ahead, run it; never returns (the
+    process exits)."""
     code = 1
-    _report_on_exit(fds[4])
     try:
         fields = frame.split(b"\0")
         argc = int(fields[4])
@@ -565,8 +648,12 @@ def run_call(caller: int, frame: bytes, fds: list[int]) -> None:  # pragma: no c
         for fd in set(fds[:3]) - {0, 1, 2}:
             os.close(fd)
         os.umask(int(fields[3]))
-        os.environ.clear()
-        os.environ.update(environ)
+        # Only what differs is changed: most of a caller's environment is the daemon's own.
+        for key in [k for k in os.environ if k not in environ]:
+            del os.environ[key]
+        for key, value in environ.items():
+            if os.environ.get(key) != value:
+                os.environ[key] = value
         time.tzset()
         import tempfile
 
@@ -585,6 +672,9 @@ def run_call(caller: int, frame: bytes, fds: list[int]) -> None:  # pragma: no c
         witness.adopt_caller(caller)
         from onstation.cli.entry import dispatch
 
+        if not _go_ahead(fds[4], channel):
+            os._exit(0)  # nothing ran; the client runs it itself, or is gone
+        _report_on_exit(fds[4], channel)
         dispatch(argv)
         code = 0
     except SystemExit as exc:
@@ -607,14 +697,19 @@ def run_call(caller: int, frame: bytes, fds: list[int]) -> None:  # pragma: no c
     os._exit(code)
 
 
-def _report_on_exit(conn_fd: int) -> None:  # pragma: no cover - child
+def _report_on_exit(conn_fd: int, channel: socket.socket) -> None:  # pragma: no cover - child
     """Make every way this process ends on purpose (``os._exit``, which the hook fast path
     and its watchdog call directly, and the end of :func:`run_call`) first flush the
-    standard streams, let go of the client's descriptors and tell the client the status."""
+    standard streams, let go of the client's descriptors and tell the client the status;
+    then, off the client's clock, tell the daemon which pages the call dirtied (``d`` first,
+    on the channel, before the client can have the outcome: the daemon then leaves this
+    process alone when the client hangs up)."""
     real_exit = os._exit
 
     def finish(status: int) -> NoReturn:
         _flush()
+        with contextlib.suppress(OSError):
+            channel.sendall(b"d")
         try:
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
@@ -622,6 +717,9 @@ def _report_on_exit(conn_fd: int) -> None:  # pragma: no cover - child
             os.write(conn_fd, b"exit %d\n" % (status & 0xFF))
         except OSError:
             pass
+        with contextlib.suppress(OSError):  # never waits: what does not fit is not sent
+            channel.setblocking(False)
+            channel.send(daemon_pages.dirtied())
         real_exit(status)
 
     os._exit = finish  # this process only: it ends the way the command chose, reported
