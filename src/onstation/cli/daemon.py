@@ -237,6 +237,7 @@ class Daemon:
         self.served = 0
         #: The pages the latest call dirtied, for the next spare to copy while it waits.
         self.hot: list[tuple[int, int]] = []
+        self.spares = 0
         self.started = time.time()
         self.stopping = False
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -508,6 +509,11 @@ class Daemon:
     def _refill(self) -> None:
         """Fork the next spare child: it waits, warm, for the call it will run."""
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        # One spare in LEARN_EVERY copies nothing and its call reports the pages it dirtied:
+        # a call after a copying spare would report the copies too, whether it wrote them
+        # or not, and the set would only grow.
+        daemon_pages.learning = not self.hot or self.spares % daemon_pages.LEARN_EVERY == 0
+        self.spares += 1
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the forked child (tested end to end)
             parent_end.close()
@@ -536,7 +542,7 @@ class Daemon:
             os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))
             # While no call has come, copy the pages the last call dirtied (a chunk at a
             # time: a call that arrives stops it).
-            prefault = daemon_pages.Prefault(self.hot)
+            prefault = daemon_pages.Prefault([] if daemon_pages.learning else self.hot)
             poller = select.poll()
             poller.register(keep, select.POLLIN)
             while not prefault.done and not poller.poll(0):
@@ -719,7 +725,7 @@ def _report_on_exit(conn_fd: int, channel: socket.socket) -> None:  # pragma: no
             pass
         with contextlib.suppress(OSError):  # never waits: what does not fit is not sent
             channel.setblocking(False)
-            channel.send(daemon_pages.dirtied())
+            channel.send(daemon_pages.dirtied() if daemon_pages.learning else b"")
         real_exit(status)
 
     os._exit = finish  # this process only: it ends the way the command chose, reported
