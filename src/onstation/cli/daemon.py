@@ -512,16 +512,18 @@ class Daemon:
         # One spare in LEARN_EVERY copies nothing and its call reports the pages it dirtied:
         # a call after a copying spare would report the copies too, whether it wrote them
         # or not, and the set would only grow.
-        daemon_pages.learning = not self.hot or self.spares % daemon_pages.LEARN_EVERY == 0
+        learn = not self.hot or self.spares % daemon_pages.LEARN_EVERY == 0
         self.spares += 1
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the forked child (tested end to end)
             parent_end.close()
-            self._become_spare(child_end)
+            self._become_spare(child_end, learn)
         child_end.close()
         self.spare = (pid, parent_end)
 
-    def _become_spare(self, channel: socket.socket) -> None:  # pragma: no cover - child
+    def _become_spare(
+        self, channel: socket.socket, learn: bool
+    ) -> None:  # pragma: no cover - child
         try:
             signal.set_wakeup_fd(-1)
             for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
@@ -542,7 +544,7 @@ class Daemon:
             os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))
             # While no call has come, copy the pages the last call dirtied (a chunk at a
             # time: a call that arrives stops it).
-            prefault = daemon_pages.Prefault([] if daemon_pages.learning else self.hot)
+            prefault = daemon_pages.Prefault([] if learn else self.hot)
             poller = select.poll()
             poller.register(keep, select.POLLIN)
             while not prefault.done and not poller.poll(0):
@@ -552,7 +554,7 @@ class Daemon:
             os._exit(0)
         if not got:
             os._exit(0)  # the daemon stopped: no call will come
-        run_call(int.from_bytes(got[:4], "big"), got[4:], fds, channel)
+        run_call(int.from_bytes(got[:4], "big"), got[4:], fds, channel, learn=learn)
 
 
 _NAMESPACES = ("mnt", "pid", "user", "net", "ipc", "uts", "cgroup")
@@ -634,10 +636,11 @@ def _go_ahead(conn_fd: int, channel: socket.socket) -> bool:  # pragma: no cover
 
 
 def run_call(
-    caller: int, frame: bytes, fds: list[int], channel: socket.socket
+    caller: int, frame: bytes, fds: list[int], channel: socket.socket, *, learn: bool = False
 ) -> None:  # pragma: no cover - child
     """Become the client's command and, on the client's go-ahead, run it; never returns (the
-    process exits)."""
+    process exits). ``learn``: once the client has the outcome, send the daemon the pages the
+    call dirtied (a spare that copied nothing ahead)."""
     code = 1
     try:
         fields = frame.split(b"\0")
@@ -680,7 +683,7 @@ def run_call(
 
         if not _go_ahead(fds[4], channel):
             os._exit(0)  # nothing ran; the client runs it itself, or is gone
-        _report_on_exit(fds[4], channel)
+        _report_on_exit(fds[4], channel, learn)
         dispatch(argv)
         code = 0
     except SystemExit as exc:
@@ -703,13 +706,15 @@ def run_call(
     os._exit(code)
 
 
-def _report_on_exit(conn_fd: int, channel: socket.socket) -> None:  # pragma: no cover - child
+def _report_on_exit(
+    conn_fd: int, channel: socket.socket, learn: bool
+) -> None:  # pragma: no cover - child
     """Make every way this process ends on purpose (``os._exit``, which the hook fast path
     and its watchdog call directly, and the end of :func:`run_call`) first flush the
     standard streams, let go of the client's descriptors and tell the client the status;
-    then, off the client's clock, tell the daemon which pages the call dirtied (``d`` first,
-    on the channel, before the client can have the outcome: the daemon then leaves this
-    process alone when the client hangs up)."""
+    then, off the client's clock and with ``learn``, tell the daemon which pages the call
+    dirtied (``d`` first, on the channel, before the client can have the outcome: the daemon
+    then leaves this process alone when the client hangs up)."""
     real_exit = os._exit
 
     def finish(status: int) -> NoReturn:
@@ -725,7 +730,7 @@ def _report_on_exit(conn_fd: int, channel: socket.socket) -> None:  # pragma: no
             pass
         with contextlib.suppress(OSError):  # never waits: what does not fit is not sent
             channel.setblocking(False)
-            channel.send(daemon_pages.dirtied() if daemon_pages.learning else b"")
+            channel.send(daemon_pages.dirtied() if learn else b"")
         real_exit(status)
 
     os._exit = finish  # this process only: it ends the way the command chose, reported

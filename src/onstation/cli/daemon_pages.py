@@ -18,6 +18,7 @@ clock.
 from __future__ import annotations
 
 import array
+import bisect
 import os
 from collections.abc import Callable
 
@@ -30,8 +31,6 @@ CHUNK_PAGES = 64
 MAX_RUNS = 4096
 #: One spare in this many learns (copies nothing; its call reports what it dirtied).
 LEARN_EVERY = 16
-#: Whether this process is a learning spare (set by the daemon just before it forks one).
-learning = True
 
 
 def private_writable(maps: str) -> list[tuple[int, int]]:
@@ -102,8 +101,6 @@ class Prefault:
             ranges = _own_ranges()
         except OSError:
             return
-        import bisect
-
         ranges.sort()
         lows = [low for low, _high in ranges]
         for first, count in runs:
