@@ -167,7 +167,30 @@ def test_the_operator_watches_a_relief_live_resolves_an_effect_and_halts(
     shot(page, "02-relief")
     by_id(panel, "relief-losses").scroll_into_view_if_needed()
     shot(page, "03-relief-report")
+    # A live refresh whose answer for the open relief arrives after the operator closed the
+    # panel must not bring it back over the queue (it did, and hid the Resolve button).
+    held: list[Any] = []
+
+    def hold_the_first(route: Any) -> None:
+        if held:
+            route.continue_()
+        else:
+            held.append(route)
+
+    def asked() -> bool:
+        page.wait_for_timeout(50)  # lets Playwright hand the held request over
+        return bool(held)
+
+    detail_url = re.compile(rf"/api/v1/reliefs/{settled['relief_id']}$")
+    page.route(detail_url, hold_the_first)
+    page.evaluate("() => { void refresh(); }")
+    wait_until("the refresh asks for the open relief", asked)
     by_id(panel, "relief-close").click()
+    expect(panel).to_be_hidden()
+    held[0].continue_()
+    page.wait_for_function("() => !state.refreshing && state.refreshTimer === null")
+    page.unroute(detail_url)
+    assert not panel.is_visible()
 
     # Resolving the AMBIGUOUS push: the dialog asks first; cancel changes nothing.
     by_id(page, f"resolve-{effect_id}").click()

@@ -13,7 +13,7 @@ const SVG_NS = "http://www.w3.org/2000/svg";
 
 const state = {
   me: null, team: [], now: null, reliefs: [], queue: null, halts: [], hull: {},
-  openRelief: null, source: null, refreshTimer: null, refreshing: false, again: false,
+  openRelief: null, reliefShown: 0, source: null, refreshTimer: null, refreshing: false, again: false,
 };
 
 // -- small helpers ----------------------------------------------------------------------------
@@ -523,13 +523,19 @@ function renderReliefs() {
 }
 
 async function showRelief(reliefId, quiet) {
+  // Only the newest request may draw the panel: a live refresh's answer that arrives after the
+  // operator closed the panel (or opened another relief) must not bring the old one back over
+  // the queue.
+  const shown = ++state.reliefShown;
   let detail;
   try {
     detail = await api("GET", `/reliefs/${reliefId}`);
   } catch (err) {
-    if (!quiet) toast(`relief #${reliefId}: ${err.message}`, true);
+    if (!quiet && shown === state.reliefShown) toast(`relief #${reliefId}: ${err.message}`, true);
     return;
   }
+  if (shown !== state.reliefShown) return;
+  if (quiet && state.openRelief !== reliefId) return;
   state.openRelief = reliefId;
   const relief = detail.relief;
   const panel = $("relief-panel");
@@ -595,6 +601,7 @@ function reportView(report) {
 }
 
 function closeRelief() {
+  state.reliefShown++;
   state.openRelief = null;
   $("relief-panel").classList.add("hidden");
 }
