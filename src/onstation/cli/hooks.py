@@ -322,7 +322,7 @@ def hook_main(args: list[str], *, whole_process: bool | None = None) -> int:
     budget = _budget()
     deadline = time.monotonic() + budget / 2
     progress: dict[str, Any] = {}
-    kept: list[Any] = []  # the fast path's open connection, if it answered
+    kept: list[Any] = []  # the answering path's open connection or ledger
     answer = _Answer(adapter(harness), event, budget, progress)
     try:
         output, notes, code = _run(harness, event, db, deadline, progress, kept)
@@ -349,8 +349,8 @@ def _run(
     progress: dict[str, Any],
     kept: list[Any] | None = None,
 ) -> tuple[dict[str, Any] | None, list[str], int]:
-    """(JSON to print, notes for stderr, exit code) of one call; the fast path's connection,
-    when it answered, is left open in ``kept``."""
+    """(JSON to print, notes for stderr, exit code) of one call; the connection (fast path) or
+    ledger (full path) that answered it is left open in ``kept``."""
     from onstation.harness.adapters import HookCall
 
     raw, oversized = _read_stdin()
@@ -380,8 +380,16 @@ def _run(
             runner.deadline = deadline
             runner.progress = progress
             answer = runner.handle(call)
-        finally:
+        except BaseException:
             ledger.close()
+            raise
+        # Answered: left open for the caller, like the fast path's connection, so that a
+        # whole-process call ends without the close's WAL checkpoint (see _exit_now).
+        if kept is None:
+            ledger.close()
+        else:
+            ledger.leave_open()
+            kept.append(ledger)
     except Exception as exc:
         message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
         output, late, code = _unjudged(harness, event, payload, db, message)

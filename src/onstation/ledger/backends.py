@@ -31,6 +31,9 @@ Row = tuple[Any, ...]
 
 MIN_SQLITE = (3, 35, 0)  # RETURNING
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+#: The WAL size past which a ledger left open checkpoints it and truncates it (the same as
+#: ``relief.hotpath.WAL_LIMIT_BYTES``, the fast path's; checked equal by a test).
+WAL_LIMIT_BYTES = 256 * 1024
 PG_RETRY_LIMIT = 10
 
 
@@ -86,6 +89,10 @@ class Backend(Protocol):
     def change_token(self) -> object | None:
         """A value that stays equal while nothing is committed to the database, by this
         connection or any other; None where the backend cannot tell."""
+
+    def leave_open(self) -> None:
+        """Get ready to be left open at the end of a whole process (never closed: a hook
+        call's deliberate exit); nothing committed depends on it."""
 
 
 def _migrations(dialect: str) -> list[tuple[int, str]]:
@@ -293,6 +300,17 @@ class SqliteBackend:
         # process) commits; total_changes counts the rows this connection changed.
         version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
         return version, self._conn.total_changes
+
+    def leave_open(self) -> None:
+        # Without the close's checkpoint the WAL would only grow (relief.hotpath.settle_wal
+        # says why): past WAL_LIMIT_BYTES it is checkpointed and truncated, never waiting.
+        try:
+            if os.stat(f"{self.path}-wal").st_size <= WAL_LIMIT_BYTES:
+                return
+            self._conn.execute("PRAGMA busy_timeout = 0")
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except (OSError, sqlite3.Error):
+            pass  # busy, or no WAL: nothing is lost, a later call checkpoints
 
     def close(self) -> None:
         self._conn.close()
@@ -528,6 +546,9 @@ class PostgresBackend:
 
     def change_token(self) -> None:
         return None  # no cheap equivalent of SQLite's data_version: a reader reads
+
+    def leave_open(self) -> None:
+        return None  # the server ends the session when the process ends
 
     def close(self) -> None:
         self._conn.close()

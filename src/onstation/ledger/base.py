@@ -201,6 +201,12 @@ class LedgerBase:
         """Release the connection."""
         self.backend.close()
 
+    def leave_open(self) -> None:
+        """Get ready to be left open by a process that ends without closing it (a whole hook
+        call: closing a SQLite ledger checkpoints and deletes its WAL, which costs the call
+        more than its answer). Everything committed stays committed either way."""
+        self.backend.leave_open()
+
     def __enter__(self) -> Self:
         return self
 

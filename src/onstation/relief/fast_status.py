@@ -48,7 +48,10 @@ def try_status(payload: dict[str, Any], db: str | None, *, keep: list[Any] | Non
     except Exception:
         answered = NOT_HANDLED  # the full path decides, and reports what went wrong
     finally:
-        if keep is None or answered is NOT_HANDLED:
+        # Kept open even when the full path is to answer: closing the process's last
+        # connection would checkpoint and delete the WAL, which the full path's first commit
+        # would then create anew (a directory fsync; about 2 ms a call).
+        if keep is None:
             conn.close()
         else:
             keep.append(conn)

@@ -193,11 +193,17 @@ class HookRunner(EffectHooks):
         in a git workspace (the capsule's diff of this body's work is taken against it)."""
         if session.workspace is None or self.records.base_of(session.node, session.generation):
             return
-        from onstation.harness.evidence import git
+        from onstation.harness.git_head import ASK_GIT, head_commit
 
-        head = git(session.workspace, "rev-parse", "--verify", "--quiet", "HEAD^{commit}",
-                   timeout=2)  # fmt: skip
-        if head:
+        # Read from the repository's files where they settle it: a git process is most of
+        # a session start's cost otherwise.
+        head = head_commit(session.workspace)
+        if head is ASK_GIT:
+            from onstation.harness.evidence import git
+
+            head = git(session.workspace, "rev-parse", "--verify", "--quiet", "HEAD^{commit}",
+                       timeout=2)  # fmt: skip
+        if isinstance(head, str) and head:
             self.records.record_base(session.node, session.generation, head,
                                      source="session-start")  # fmt: skip
 

@@ -187,9 +187,10 @@ def try_fast(
     host requires even when nothing is decided) or return NOT_HANDLED.
 
     ``deadline`` (``time.monotonic()``) bounds the effect classification of a PreToolUse.
-    ``keep``: when the call is answered here, its SQLite connection is appended to it, open,
-    for the caller to close or to leave open at a deliberate exit (closing the last
-    connection checkpoints and deletes the WAL: see ``cli/hooks.py`` ``_exit_now``).
+    ``keep``: the SQLite connection, once opened, is appended to it, open (whether the call
+    was answered here or not), for the caller to close or to leave open at a deliberate exit
+    (closing the last connection checkpoints and deletes the WAL: see ``cli/hooks.py``
+    ``_exit_now``).
     """
     from onstation.harness.adapters import HOOK_HARNESSES
 
@@ -214,7 +215,10 @@ def try_fast(
     except sqlite3.Error:
         return NOT_HANDLED  # e.g. a ledger not yet migrated: the full path says why
     finally:
-        if keep is None or answered is NOT_HANDLED:
+        # Kept open even when the full path is to answer: closing the process's last
+        # connection would checkpoint and delete the WAL, which the full path's first commit
+        # would then create anew (a directory fsync; about 2 ms a call).
+        if keep is None:
             conn.close()
         else:
             keep.append(conn)
