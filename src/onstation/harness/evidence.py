@@ -67,6 +67,7 @@ __all__ = [
     "CommitLog",
     "DiffEntry",
     "EvidenceCache",
+    "GitBatches",
     "GitEvidence",
     "WorkTreeDiff",
     "collect",
@@ -468,6 +469,30 @@ class _BatchCheck:
                     pipe.close()
 
 
+class GitBatches:
+    """Kept ``git cat-file --batch-check`` processes (:class:`_BatchCheck`), one per workspace,
+    shared by the reliefs of one controller process (the simulation's: issue 14); ended by
+    :meth:`close`, not by a cache's. Only the process is shared, never an answer: git resolves
+    every name as it stands when asked. One that broke is replaced at the next question."""
+
+    def __init__(self, timeout: float = GIT_TIMEOUT) -> None:
+        self.timeout = timeout
+        self._kept: dict[str, _BatchCheck] = {}
+
+    def of(self, ws: str) -> _BatchCheck:
+        """The kept process of ``ws`` (started at its first question)."""
+        batch = self._kept.get(ws)
+        if batch is None or batch.broken:
+            batch = self._kept[ws] = _BatchCheck(ws, self.timeout)
+        return batch
+
+    def close(self) -> None:
+        """End every kept process (idempotent; a later question starts one again)."""
+        for batch in self._kept.values():
+            batch.close()
+        self._kept.clear()
+
+
 class EvidenceCache:
     """The git evidence of one relief: each question asked once, each answer kept only while
     what proves it still holds.
@@ -490,10 +515,16 @@ class EvidenceCache:
     With ``keep_open`` (a relief), that ``git cat-file`` is one process kept open for every
     question of the cache's life, until :meth:`close` (see :class:`_BatchCheck`): the brief,
     the capsule and the launch's HEAD (:meth:`head`) ask it instead of starting one each.
+    Given ``batches``, the kept processes are those (shared with other caches, ended by
+    their owner, not by :meth:`close`).
     """
 
-    def __init__(self, *, keep_open: bool = False) -> None:
-        self._batch: dict[str, _BatchCheck] | None = {} if keep_open else None
+    def __init__(self, *, keep_open: bool = False, batches: GitBatches | None = None) -> None:
+        self._owns_batches = batches is None
+        self._batch: GitBatches | None = (
+            batches if batches is not None else GitBatches() if keep_open else None
+        )
+        self._broken: set[str] = set()  # workspaces whose kept process broke in this cache
         self._objects: dict[tuple[str, str], str | None] = {}
         self._merge_bases: dict[tuple[str, str, str], str | None] = {}
         self._logs: dict[tuple[str, str, str, int], CommitLog | None] = {}
@@ -533,21 +564,21 @@ class EvidenceCache:
 
     def _batch_answer(self, ws: str, names: list[str]) -> str | None:
         """The kept process's answer lines for ``names`` (as one text), or None (none kept)."""
-        if self._batch is None:
+        if self._batch is None or ws in self._broken:
             return None
-        batch = self._batch.get(ws)
-        if batch is None:
-            batch = self._batch[ws] = _BatchCheck(ws)
+        batch = self._batch.of(ws)
         lines = batch.ask(names)
+        if batch.broken:
+            # Not asked again by this cache: its later questions each start a process of
+            # their own, as one that fails would fail again.
+            self._broken.add(ws)
         return None if lines is None else "".join(f"{line}\n" for line in lines)
 
     def close(self) -> None:
-        """End the kept ``git cat-file`` processes (idempotent; a later question starts one
-        again)."""
-        for batch in (self._batch or {}).values():
-            batch.close()
-        if self._batch is not None:
-            self._batch.clear()
+        """End the kept ``git cat-file`` processes this cache started (idempotent; a later
+        question starts one again); shared ones (``batches``) are left to their owner."""
+        if self._batch is not None and self._owns_batches:
+            self._batch.close()
 
     def head(self, workspace: str | os.PathLike[str]) -> str | None:
         """The object id HEAD names now (as ``git rev-parse HEAD``), or None (no work tree,

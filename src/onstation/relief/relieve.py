@@ -66,8 +66,9 @@ class Relief(LaunchAndSettle):
         self.launcher: Launcher | None = options.launcher
         # One workspace read for the whole relief: the capsule reuses what the brief's
         # collection proved while git status shows the same work tree, and one git cat-file
-        # answers every name the relief resolves (harness/evidence.py); closed by run().
-        self.evidence = EvidenceCache(keep_open=True)
+        # answers every name the relief resolves (harness/evidence.py); closed by run(), unless
+        # the controller shares its kept processes among its reliefs (options.git_batches).
+        self.evidence = EvidenceCache(keep_open=True, batches=options.git_batches)
         # --facts and --capacity are read once, before the fence: a file changed or removed
         # afterwards cannot turn a relief that passed its checks into one that stops midway.
         self.facts: dict[str, Any] | None = None
@@ -109,18 +110,25 @@ class Relief(LaunchAndSettle):
             self._request_brief(rid)
             self.native = self._native_candidate(predecessor) if self.opts.native else None
             self.say(f"fence generation {predecessor}")
-            fence, self.hold = self.ledger.fence_and_hold(
-                self.node, expect_generation=predecessor, holder=self._hold_holder(rid),
-                ttl=timedelta(hours=12), by=self.opts.by, reason=f"relief {rid}",
-            )  # fmt: skip
-            successor = fence.generation
-            self.relief.update_relief(rid, state="FENCED", to_generation=successor,
-                                      detail={"held_lease": self.hold.lease_id,
-                                              "incident": self.cause.to_json()})  # fmt: skip
-            # What was queued for the fenced body (relief requests, tier warnings) must not
-            # reach its successor as if meant for it.
-            self.records.expire_messages(self.node, reason=f"generation {predecessor} fenced",
-                                         generation=predecessor)  # fmt: skip
+            # The fence, the relief's record of it and the fenced body's expired messages
+            # commit together (issue 14: three transactions before): the compare-and-swap is
+            # the same, and nobody sees a fence the relief has not recorded. A refused fence
+            # writes nothing else (Ledger.transaction).
+            with self.ledger.transaction():
+                fence, hold = self.ledger.fence_and_hold(
+                    self.node, expect_generation=predecessor, holder=self._hold_holder(rid),
+                    ttl=timedelta(hours=12), by=self.opts.by, reason=f"relief {rid}",
+                )  # fmt: skip
+                successor = fence.generation
+                self.relief.update_relief(rid, state="FENCED", to_generation=successor,
+                                          detail={"held_lease": hold.lease_id,
+                                                  "incident": self.cause.to_json()})  # fmt: skip
+                # What was queued for the fenced body (relief requests, tier warnings) must
+                # not reach its successor as if meant for it.
+                self.records.expire_messages(self.node,
+                                             reason=f"generation {predecessor} fenced",
+                                             generation=predecessor)  # fmt: skip
+            self.hold = hold
             # Evidence first (a push observed on its remote, a call the host rejected), then
             # the ledger's reconcile of what stays unproven (relief/reconcile.py).
             from onstation.relief.reconcile import observe_and_reconcile, unobserved_why
@@ -406,10 +414,11 @@ class Relief(LaunchAndSettle):
                     for v in checked.violations)),
             )  # fmt: skip
         plan_digest = digest(PLAN_SCOPE, plan)
-        objects.store_object("plan", self.node, plan_digest, plan)
-        self.relief.update_relief(rid, state="SEALED", detail={
-            "capsule_digest": capsule["digest"], "plan_digest": plan_digest,
-            "plan_violations": [v.to_json() for v in checked.violations]})  # fmt: skip
+        with self.ledger.transaction():  # the stored plan and the record citing it, together
+            objects.store_object("plan", self.node, plan_digest, plan)
+            self.relief.update_relief(rid, state="SEALED", detail={
+                "capsule_digest": capsule["digest"], "plan_digest": plan_digest,
+                "plan_violations": [v.to_json() for v in checked.violations]})  # fmt: skip
         self.plan_digest = plan_digest
         return plan, verdict, capsule
 

@@ -176,41 +176,48 @@ class LaunchAndSettle:
             "nonce": new_nonce(),
         }
         self.evidence.close()  # the workspace's last question in this relief was its HEAD
-        self.relief.start_birth(self.node, generation=generation, lease_id=lease.lease_id,
-                                challenge=challenge, by=self.opts.by)  # fmt: skip
-        if challenge["worktree_head"] != "none":
-            # The successor's work begins at the head it is challenged with.
-            self.records.record_base(self.node, generation, challenge["worktree_head"],
-                                     source="launch")  # fmt: skip
-        if native:
-            self.records.rebind_session(session_id, generation=generation,
-                                        lease_id=lease.lease_id, by=self.opts.by)  # fmt: skip
-            self.say(f"native resume of session {session_id}")
-        else:
-            self.ledger.hand_over_lease(self.node, lease_id=lease.lease_id,
-                                        holder=self._hold_holder(rid), to=holder,
-                                        by=self.opts.by)  # fmt: skip
-            if not interactive:
-                self.records.bind_launched_session(
-                    session_id, harness=session_harness, node=self.node, generation=generation,
-                    lease_id=lease.lease_id, workspace=workspace,
-                    launcher=_launcher_record(launcher),
-                )  # fmt: skip
-        self.hold = None  # the successor holds it now: never released as a held lease
-        # Fresh grants for the new generation from the plan's translation (never wider); the
-        # hooks refuse its tool calls outside them.
-        from onstation.relief.grants import issue_successor_grants
-
-        granted = issue_successor_grants(self.ledger, self.node, generation, plan)
-        self.say(f"granted generation {generation}: {', '.join(granted) or 'nothing'}")
         brief = self.handover
+        # Written before the records below, which it does not read (it reads the settled
+        # effects, which they do not change).
         prompt = successor_prompt(
             self.node, generation, challenge, brief.content if brief else None, capsule,
             onstation=onstation_argv(),
             settled=[e for e in self.ledger.effects(self.node)
                      if e.resolved_by is not None and e.generation < generation],
         )  # fmt: skip
-        self.relief.update_relief(rid, state="LAUNCHING", to_generation=generation)
+        from onstation.relief.grants import issue_successor_grants
+
+        # The birth, the successor's base, its lease and session, its grants and the relief's
+        # LAUNCHING commit together, before anything launches (issue 14: one transaction
+        # instead of six); if one fails, none is on record and the held lease is released.
+        with self.ledger.transaction():
+            self.relief.start_birth(self.node, generation=generation, lease_id=lease.lease_id,
+                                    challenge=challenge, by=self.opts.by)  # fmt: skip
+            if challenge["worktree_head"] != "none":
+                # The successor's work begins at the head it is challenged with.
+                self.records.record_base(self.node, generation, challenge["worktree_head"],
+                                         source="launch")  # fmt: skip
+            if native:
+                self.records.rebind_session(session_id, generation=generation,
+                                            lease_id=lease.lease_id, by=self.opts.by)  # fmt: skip
+            else:
+                self.ledger.hand_over_lease(self.node, lease_id=lease.lease_id,
+                                            holder=self._hold_holder(rid), to=holder,
+                                            by=self.opts.by)  # fmt: skip
+                if not interactive:
+                    self.records.bind_launched_session(
+                        session_id, harness=session_harness, node=self.node,
+                        generation=generation, lease_id=lease.lease_id, workspace=workspace,
+                        launcher=_launcher_record(launcher),
+                    )  # fmt: skip
+            # Fresh grants for the new generation from the plan's translation (never wider);
+            # the hooks refuse its tool calls outside them.
+            granted = issue_successor_grants(self.ledger, self.node, generation, plan)
+            self.relief.update_relief(rid, state="LAUNCHING", to_generation=generation)
+        self.hold = None  # the successor holds it now: never released as a held lease
+        if native:
+            self.say(f"native resume of session {session_id}")
+        self.say(f"granted generation {generation}: {', '.join(granted) or 'nothing'}")
         if interactive:
             self.records.record_document(self.node, kind="prompt", path="(successor prompt)",
                                          content={"markdown": prompt}, by=self.opts.by)  # fmt: skip

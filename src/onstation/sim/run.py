@@ -24,7 +24,7 @@ from onstation.core.effects import EffectState
 from onstation.core.errors import Conflict, OnstationError, StaleGeneration
 from onstation.core.governor import RespawnPolicy
 from onstation.harness.adapters import FAKE
-from onstation.harness.evidence import git
+from onstation.harness.evidence import GitBatches, git
 from onstation.ledger import Ledger, to_us
 from onstation.ledger.bodies import HarnessLedger
 from onstation.ledger.faults import PLANTS, planted
@@ -194,6 +194,9 @@ class _Run:
         self.checks = Invariants(self.policy)
         self.next_try: dict[str, float] = {}
         self.abandoned: set[str] = set()  # identities with a relief left open by a crash
+        # The controller's kept git cat-file per workspace, shared by its reliefs (each
+        # started a process of its own: issue 14); gone with the controller's process.
+        self.git = GitBatches()
         w = self.world
         self.ledger = self._open()
         w.body_ledger = self._open()
@@ -298,6 +301,7 @@ class _Run:
             if crash["at"] and crash["waits"] == crash["at"]:
                 crash["done"] = True
                 self.ledger.close()
+                self.git.close()
                 raise _ControllerCrash
             w.sleep(seconds)
 
@@ -305,6 +309,7 @@ class _Run:
             launcher=SimLauncher(w), by=SUPERVISOR, cause=cause, emergency=True, brief_wait=0,
             challenge_wait=600, shutdown_wait=30, poll=5, workspace=str(self.root / "repo" / node),
             db=self.db, sleep=sleep, monotonic=w.clock.monotonic, witnesses=w.witnesses,
+            git_batches=self.git,
         )  # fmt: skip
         w.depth += 1
         try:
@@ -347,7 +352,7 @@ class _Run:
         options = ReliefOptions(launcher=SimLauncher(w), by="sim-rival", emergency=True,
                                 brief_wait=0, workspace=str(self.root / "repo" / node),
                                 db=self.db, sleep=w.sleep, monotonic=w.clock.monotonic,
-                                witnesses=w.witnesses)  # fmt: skip
+                                witnesses=w.witnesses, git_batches=self.git)  # fmt: skip
         try:
             Relief(self.rival, node, options).run()
         except Conflict:
@@ -441,6 +446,7 @@ class _Run:
         if w.rng.random() < w.rates.restart:
             # A restarted controller knows only what the ledger knows: its memory is gone.
             self.ledger.close()
+            self.git.close()
             self.ledger = self._open()
             self.next_try = dict.fromkeys(self.next_try, w.clock.mono)
             w.hit("controller_restart")
@@ -448,6 +454,7 @@ class _Run:
             self.checks.check_breakers(self.ledger, "after a controller restart")
 
     def close(self) -> None:
+        self.git.close()
         for ledger in (self.ledger, self.world.body_ledger, self.rival):
             if ledger is not None:
                 with contextlib.suppress(Exception):
