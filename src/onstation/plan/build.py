@@ -192,6 +192,22 @@ def build_payload(
     predecessor's (after the fence the relief itself holds the next generation's lease);
     without it, the newest generation that held a lease.
     """
+    return build_digested_payload(ledger, node, evidence=evidence, agent=agent, now=now,
+                                  generation=generation)[0]  # fmt: skip
+
+
+def build_digested_payload(
+    ledger: Ledger,
+    node: str,
+    *,
+    evidence: GitEvidence,
+    agent: dict[str, Any] | None,
+    now: datetime,
+    generation: int | None = None,
+) -> tuple[dict[str, Any], str]:
+    """:func:`build_payload` and the capsule digest of the payload it returns (computed for
+    its schema check): a relief seals, verifies and validates that very object, unchanged,
+    and passes this digest along instead of canonicalizing the payload again each time."""
     # Redacted before anything is bounded: a marker longer than the secret it replaces must
     # not push a text past its schema limit, and a cut must not hide half a secret.
     agent = dict(redact_tree(dict(agent or {}))[0])
@@ -369,4 +385,4 @@ def build_payload(
         first = problems[0]
         raise BadInput(f"--facts: {first.pointer}: {first.message}")
     schema_passed(doc, doc["digest"])  # sealing it next does not check these bytes again
-    return payload
+    return payload, str(doc["digest"])

@@ -17,8 +17,10 @@ only after all of the above passed.
 The same capsule bytes are not checked against the schema twice in one process: a document
 that passed is remembered by its fingerprint (the digest recomputed from its payload and the
 canonical bytes of everything beside the payload), so sealing what was just built, and
-verifying what was just sealed, re-check only what is new. The digest and every receipt's
-signature are still recomputed by each verification.
+verifying what was just sealed, re-check only what is new. Every receipt's signature is
+checked by each verification, and the digest recomputed, except where the caller itself
+built the payload and passes the digest it computed over that very object (a relief seals,
+verifies and validates the payload it just built: the digest once per relief, issue 14).
 """
 
 from __future__ import annotations
@@ -83,12 +85,13 @@ def capsule_digest(payload: Any) -> str:
     return digest(CAPSULE_SCOPE, payload)
 
 
-def unsealed(payload: dict[str, Any]) -> dict[str, Any]:
-    """A capsule document with its digest computed and no receipts yet."""
+def unsealed(payload: dict[str, Any], payload_digest: str | None = None) -> dict[str, Any]:
+    """A capsule document with its digest computed (or ``payload_digest``, see :func:`seal`)
+    and no receipts yet."""
     return {
         "capsule": CAPSULE_FORMAT,
         "scope": CAPSULE_SCOPE,
-        "digest": capsule_digest(payload),
+        "digest": payload_digest or capsule_digest(payload),
         "payload": payload,
         "receipts": [],
     }
@@ -136,17 +139,24 @@ def _require_schema(doc: Any, what: str, payload_digest: str | None = None) -> N
 
 
 def seal(
-    doc_or_payload: Mapping[str, Any], private: Ed25519PrivateKey, *, issued_at: str
+    doc_or_payload: Mapping[str, Any],
+    private: Ed25519PrivateKey,
+    *,
+    issued_at: str,
+    payload_digest: str | None = None,
 ) -> dict[str, Any]:
     """Recompute the digest and sign it; returns a sealed capsule with one receipt.
 
     Accepts either a capsule document (its digest and receipts are replaced) or a bare
-    payload.
+    payload. ``payload_digest`` is for a caller that computed the payload's capsule digest
+    itself, over this very object, and has not changed it since (a relief that just built
+    it: :func:`onstation.plan.build.build_digested_payload`); never a digest read from a file
+    or a store.
     """
     payload = doc_or_payload.get("payload") if "payload" in doc_or_payload else doc_or_payload
     if not isinstance(payload, dict):
         raise BadInput("capsule: payload must be an object")
-    doc = unsealed(payload)
+    doc = unsealed(payload, payload_digest)
     _require_schema(doc, "capsule", doc["digest"])
     subject = payload["subject"]
     receipt = sign_receipt(
@@ -191,9 +201,15 @@ def verify(
     expect_node: str | None = None,
     min_generation: int | None = None,
     accepted: AcceptedMark | None = None,
+    payload_digest: str | None = None,
 ) -> VerifiedCapsule:
-    """Verify a parsed capsule document (see the module docstring for the order of checks)."""
-    recomputed = _recomputed(doc)
+    """Verify a parsed capsule document (see the module docstring for the order of checks).
+
+    ``payload_digest``, as for :func:`seal`, only from a caller that computed it over this
+    very payload object and has held it unchanged since; the document's stated digest and
+    every receipt are still checked against it. A document read back from anywhere is
+    verified without it (its digest recomputed)."""
+    recomputed = payload_digest or _recomputed(doc)
     _require_schema(doc, "capsule", recomputed)
     payload = doc["payload"]
     if recomputed is None:

@@ -254,9 +254,17 @@ def _discontinuities(
 
 
 def resurrect(
-    incident: Any, *, now: datetime | None = None, trusted: Mapping[str, bytes] | None = None
+    incident: Any,
+    *,
+    now: datetime | None = None,
+    trusted: Mapping[str, bytes] | None = None,
+    capsule_digest: str | None = None,
 ) -> tuple[dict[str, Any], Verdict]:
-    """Decide one incident; returns (plan, verdict). ``now`` defaults to the incident's asOf."""
+    """Decide one incident; returns (plan, verdict). ``now`` defaults to the incident's asOf.
+
+    ``capsule_digest`` only from a caller that computed it over the incident's very capsule
+    payload object, unchanged since (a relief: :func:`onstation.plan.capsule.seal`); the
+    capsule's stated digest and receipts are still checked against it."""
     incident = check_incident(incident)
     moment = now if now is not None else parse_time(incident["asOf"], "asOf")
     obs = incident["observations"]
@@ -272,9 +280,11 @@ def resurrect(
     )
     kind = classify_incident(observations)
     capsule_doc = incident["capsule"]
-    defects = [f"{d.rule} {d.pointer}: {d.message}" for d in capsule_defects(capsule_doc)]
+    defects = [
+        f"{d.rule} {d.pointer}: {d.message}" for d in capsule_defects(capsule_doc, capsule_digest)
+    ]
     try:
-        verify(capsule_doc, trusted or {})
+        verify(capsule_doc, trusted or {}, payload_digest=capsule_digest)
     except CapsuleRejected as exc:
         defects.insert(0, f"capsule not verified: {exc.message}")
     translation, table = _translation(incident)

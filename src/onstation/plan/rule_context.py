@@ -31,7 +31,12 @@ def _list(value: Any) -> list[Any]:
 class _Ctx:
     """The plan's parts, read defensively (the schema reports what is malformed)."""
 
-    def __init__(self, plan: dict[str, Any], trusted: Mapping[str, bytes] | None) -> None:
+    def __init__(
+        self,
+        plan: dict[str, Any],
+        trusted: Mapping[str, bytes] | None,
+        capsule_digest: str | None = None,
+    ) -> None:
         self.plan = plan
         self.trusted = trusted
         self.verdict = _obj(plan.get("verdict"))
@@ -48,7 +53,9 @@ class _Ctx:
         self.capsule_subject = _obj(self.payload.get("subject"))
         self.capacity = plan.get("capacity") if isinstance(plan.get("capacity"), dict) else None
         self.capabilities = _obj(plan.get("capabilities"))
-        self._capsule_digest: str | bool | None = False
+        # False: not computed yet. A digest given is the caller's own, over this very payload
+        # (see onstation.plan.capsule.seal); the rules still compare it with what is stated.
+        self._capsule_digest: str | bool | None = capsule_digest or False
         self._prints: dict[int, str | None] = {}
         self.native = (
             self.destination.get("mode") == "native-resume"

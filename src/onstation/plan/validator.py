@@ -114,9 +114,15 @@ class Report:
         return {"valid": self.valid, "violations": [v.to_json() for v in self.violations]}
 
 
-def validate_plan(plan: Any, *, trusted: Mapping[str, bytes] | None = None) -> Report:
-    """Schema first, then semantics; both always run."""
-    return Report(schema_violations("plan", plan), semantic_violations(plan, trusted=trusted))
+def validate_plan(
+    plan: Any, *, trusted: Mapping[str, bytes] | None = None, capsule_digest: str | None = None
+) -> Report:
+    """Schema first, then semantics; both always run. ``capsule_digest``: see
+    :func:`semantic_violations`."""
+    return Report(
+        schema_violations("plan", plan),
+        semantic_violations(plan, trusted=trusted, capsule_digest=capsule_digest),
+    )
 
 
 def _gen_001(c: _Ctx) -> Iterator[Violation]:
@@ -471,12 +477,16 @@ RULE_FUNCTIONS: tuple[Rule, ...] = (
 
 
 def semantic_violations(
-    plan: Any, *, trusted: Mapping[str, bytes] | None = None
+    plan: Any, *, trusted: Mapping[str, bytes] | None = None, capsule_digest: str | None = None
 ) -> list[Violation]:
-    """Every cross-field safety rule over ``plan``; rules skip parts the schema rejects."""
+    """Every cross-field safety rule over ``plan``; rules skip parts the schema rejects.
+
+    ``capsule_digest`` only from a caller that computed it over the plan's very capsule
+    payload object, unchanged since (:func:`onstation.plan.capsule.seal`); a plan read from
+    anywhere has its capsule's digest recomputed."""
     if not isinstance(plan, dict):
         return []
-    ctx = _Ctx(plan, trusted)
+    ctx = _Ctx(plan, trusted, capsule_digest)
     found: list[Violation] = []
     for rule in RULE_FUNCTIONS:
         try:
@@ -493,11 +503,12 @@ CAPSULE_RULES: tuple[Rule, ...] = (
 )  # fmt: skip
 
 
-def capsule_defects(capsule_doc: Any) -> list[Violation]:
+def capsule_defects(capsule_doc: Any, payload_digest: str | None = None) -> list[Violation]:
     """Defects that quarantine a capsule: digest, binding, fact coverage, citations,
-    split tool pairs, fingerprints. Judged as if a ready verdict rested on it."""
+    split tool pairs, fingerprints. Judged as if a ready verdict rested on it.
+    ``payload_digest``: as :func:`semantic_violations`'s ``capsule_digest``."""
     plan = {"verdict": {"disposition": Disposition.REBODIMENT_READY.value}, "capsule": capsule_doc}
-    ctx = _Ctx(plan, None)
+    ctx = _Ctx(plan, None, payload_digest)
     found: list[Violation] = []
     for rule in CAPSULE_RULES:
         try:

@@ -365,7 +365,7 @@ class Relief(LaunchAndSettle):
         from onstation.core.canonical import digest
         from onstation.core.verdict import Disposition, Reason
         from onstation.ledger.correspondence import Correspondence
-        from onstation.plan.build import build_payload
+        from onstation.plan.build import build_digested_payload
         from onstation.plan.capsule import seal
         from onstation.plan.incident import resurrect
         from onstation.plan.keys import KeyStore
@@ -396,16 +396,22 @@ class Relief(LaunchAndSettle):
         stated = _capacity_state(self.capacity)
         if stated is not None:
             agent.setdefault("capacityState", stated)
-        payload = build_payload(self.ledger, self.node, evidence=evidence, agent=agent, now=now,
-                                generation=predecessor)  # fmt: skip
-        capsule = seal(payload, store.private(key.key_id), issued_at=_iso(now))
+        # The payload's digest is computed once, as it is built: this relief seals, verifies
+        # and validates that very object and lets no one else change it meanwhile. The
+        # signature and the stated digest are still checked at each step.
+        payload, sealed_digest = build_digested_payload(
+            self.ledger, self.node, evidence=evidence, agent=agent, now=now,
+            generation=predecessor)  # fmt: skip
+        capsule = seal(payload, store.private(key.key_id), issued_at=_iso(now),
+                       payload_digest=sealed_digest)  # fmt: skip
         objects = Correspondence(self.ledger)
         objects.store_object("capsule", self.node, capsule["digest"], capsule)
         incident = self._incident(predecessor, capsule, now)
-        plan, verdict = resurrect(incident, now=now, trusted=trusted)
+        plan, verdict = resurrect(incident, now=now, trusted=trusted,
+                                  capsule_digest=sealed_digest)  # fmt: skip
         # The plan goes through the schema and the semantic validator before any verdict
         # that permits a launch; an invalid plan launches nothing.
-        checked = validate_plan(plan, trusted=trusted)
+        checked = validate_plan(plan, trusted=trusted, capsule_digest=sealed_digest)
         if not checked.valid and verdict.disposition.value in _LAUNCHING:
             verdict = dataclasses.replace(
                 verdict, disposition=Disposition.QUARANTINED,
