@@ -10,6 +10,12 @@ transcript. Each is printed with its ratio to ``python -c pass`` and the issue 1
 (every hook event and the status line at most 1.5x; the heartbeat and ordinary commands at
 most 3x); the run never fails on a target, it says MEETS or MISSES.
 
+Each hook and status-line call runs the command ``onstation install claude-code`` wrote
+(``PYTHON -S .../onstation/cli/hook_launcher.py hook claude-code EVENT``), without the shell
+the host puts before it (its cost is the host's either way). A session's first calls
+(SessionStart, the first PostToolUse) and its SessionEnd happen once per session: they are
+timed on 7 fresh sessions each, and their rows give the median.
+
 Bytecode is compiled first (``compileall``), as a normal install has it; this machine sets
 PYTHONDONTWRITEBYTECODE, which would otherwise make every run recompile the package.
 
@@ -26,6 +32,7 @@ import compileall
 import json
 import os
 import resource
+import shlex
 import statistics
 import subprocess
 import sys
@@ -108,12 +115,21 @@ class _World:
             transcript = root / "session.jsonl"
             _make_transcript(transcript, mb)
         self.transcript = transcript
+        # The commands as installed (the host runs them through a shell, whose cost is the
+        # host's either way): the program words before "hook" / "statusline".
+        settings = json.loads((self.project / ".claude" / "settings.local.json").read_text())
+        words = shlex.split(settings["hooks"]["Stop"][-1]["hooks"][0]["command"])
+        self.program = words[: words.index("hook")]
         # The heartbeat is a launched body's (the fake agent's, a stub's), not a hook-driven
         # session's: measured on a body of its own, so that its one-hour lease never cuts
         # short the session lease the hooks keep (which would send every hook to renew it).
         for argv in (["node", "register", "beat"], ["lease", "acquire", "beat", "--holder",
                                                     "bench heartbeat"]):  # fmt: skip
             subprocess.run([onstation_bin, *argv], env=self.env, check=True, capture_output=True)
+
+    def argv(self, args: list[str]) -> list[str]:
+        """A call's whole argument vector: the installed program unless it names its own."""
+        return args if os.path.isabs(args[0]) else [*self.program, *args]
 
     def payload(self, event: str, **extra: object) -> str:
         return json.dumps({"session_id": "bench-session", "cwd": str(self.project),
@@ -153,14 +169,16 @@ def main() -> None:
     megabytes = int(os.environ.get("ONSTATION_BENCH_HOOK_MB", "200"))
     compileall.compile_dir(str(Path(onstation.__file__).parent), quiet=1)
     onstation_bin = str(Path(sys.executable).with_name("onstation"))
-    hook = [onstation_bin, "hook", "claude-code"]
+    # Hook and status-line calls: the arguments after the installed program (each world's
+    # own, read from its settings); the heartbeat is the console script, as a body runs it.
+    hook = ["hook", "claude-code"]
     calls: dict[str, list[str]] = {
         "hook PostToolUse (Read)": [*hook, "PostToolUse"],
         "hook PreToolUse (Edit)": [*hook, "PreToolUse"],
         "hook PreToolUse (Bash ls)": [*hook, "PreToolUse"],
         "hook UserPromptSubmit": [*hook, "UserPromptSubmit"],
         "hook Stop": [*hook, "Stop"],
-        "statusline": [onstation_bin, "statusline"],
+        "statusline": ["statusline"],
         "lease renew (heartbeat)": [onstation_bin, "lease", "renew", "beat", "--generation", "1"],
     }
     with tempfile.TemporaryDirectory(prefix="onstation-bench-hook-") as scratch:
@@ -184,12 +202,17 @@ def main() -> None:
                 for label, _ in worlds:
                     first = firsts[label][n]
                     once[label].setdefault("hook SessionStart (first, admits)", []).append(
-                        _time([*hook, "SessionStart"], env=first.env,
+                        _time([*first.program, *hook, "SessionStart"], env=first.env,
                               stdin=first.payload("SessionStart", source="startup")))  # fmt: skip
                     once[label].setdefault("hook PostToolUse (first, tail read)", []).append(
-                        _time([*hook, "PostToolUse"], env=first.env, stdin=first.payload(
+                        _time([*first.program, *hook, "PostToolUse"], env=first.env,
+                              stdin=first.payload(
                             "PostToolUse", tool_name="Read", tool_input={},
                             tool_use_id="t0")))  # fmt: skip
+                    if n:  # the main worlds' sessions end after their steady calls, below
+                        once[label].setdefault("hook SessionEnd", []).append(_time(
+                            [*first.program, *hook, "SessionEnd"], env=first.env,
+                            stdin=first.payload("SessionEnd", reason="other")))  # fmt: skip
             python_pass: list[tuple[float, float]] = []
             tail: list[tuple[float, float]] = []
             for turn in range(1, RUNS + 1):
@@ -200,17 +223,17 @@ def main() -> None:
                 for name, argv in calls.items():
                     for label, world in worlds:
                         timings[label][name].append(
-                            _time(argv, env=world.env, stdin=stdins[label][name])
+                            _time(world.argv(argv), env=world.env, stdin=stdins[label][name])
                         )
             for label, world in worlds:
-                once[label]["hook SessionEnd (once)"] = [_time(
-                    [*hook, "SessionEnd"], env=world.env,
-                    stdin=world.payload("SessionEnd", reason="other"))]  # fmt: skip
+                once[label].setdefault("hook SessionEnd", []).append(_time(
+                    [*world.program, *hook, "SessionEnd"], env=world.env,
+                    stdin=world.payload("SessionEnd", reason="other")))  # fmt: skip
                 once[label]["onstation --help"] = [
                     _time([onstation_bin, "--help"], env=world.env) for _ in range(5)
                 ]
             served = daemon.served() - served_before
-            total = RUNS * len(calls) + 2 * FIRSTS + 1
+            total = RUNS * len(calls) + 3 * FIRSTS
             daemon_cpu = (daemon.cpu() - cpu_before) / total
     _report(megabytes, python_pass, tail, timings, once, served, total, daemon_cpu)
 

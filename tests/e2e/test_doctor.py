@@ -13,8 +13,7 @@ import pytest
 from hookworld import cli, user_env
 
 from onstation.harness.adapters import CLAUDE_CODE, CODEX
-
-ONSTATION = str(Path(sys.executable).with_name("onstation"))
+from onstation.harness.install import launcher_path
 
 
 @pytest.fixture
@@ -74,14 +73,28 @@ def test_the_window_comes_from_the_last_telemetry(tmp_path: Path, env: dict[str,
     assert window["status"] == "ok" and "1000000" in window["detail"], window
 
 
-def test_a_missing_command_path_is_named_and_exits_1(tmp_path: Path, env: dict[str, str]) -> None:
+@pytest.mark.parametrize("form", ["launcher", "console script"])
+def test_a_missing_command_path_is_named_and_exits_1(
+    tmp_path: Path, env: dict[str, str], form: str
+) -> None:
+    """The launcher an install's commands run (``python -S .../hook_launcher.py``) gone, or,
+    in an earlier install's commands, the ``onstation`` console script gone."""
     project = installed(tmp_path, env, "claude-code")
     local = project / ".claude" / "settings.local.json"
-    local.write_text(local.read_text().replace(ONSTATION, "/nonexistent/bin/onstation"))
+    text = local.read_text()
+    launcher = str(launcher_path())
+    assert launcher in text
+    if form == "launcher":
+        missing = "/nonexistent/onstation/cli/hook_launcher.py"
+        text = text.replace(launcher, missing)
+    else:
+        missing = "/nonexistent/bin/onstation"
+        text = text.replace(f"{sys.executable} -S {launcher}", missing)
+    local.write_text(text)
     code, report = doctor(env, project)
     assert code == 1
     assert report["status"] == "broken"
-    [problem] = [c for c in failures(report) if "/nonexistent/bin/onstation" in c["detail"]]
+    [problem] = [c for c in failures(report) if missing in c["detail"]]
     assert problem["check"] == "install" and "does not exist" in problem["detail"]
     assert problem["fix"].startswith("onstation uninstall claude-code --project")
 
@@ -269,6 +282,13 @@ def test_a_broken_plugin_fails_with_what_to_fix(tmp_path: Path, env: dict[str, s
     assert code == 1
     [problem] = failures(report)
     assert "runs /nonexistent/onstation, which does not exist" in problem["detail"]
+    # As an install writes it: the interpreter without site on the hook launcher, gone.
+    gone = "/nonexistent/onstation/cli/hook_launcher.py"
+    (cache / "bin" / "onstation").write_text(f'#!/bin/sh\nexec {sys.executable} -S {gone} "$@"\n')
+    code, report = doctor(env, project)
+    assert code == 1
+    [problem] = failures(report)
+    assert f"runs {gone}, which does not exist" in problem["detail"]
 
     # Enabled, but Claude Code holds no copy of it.
     (Path(env["CLAUDE_CONFIG_DIR"]) / "plugins" / "installed_plugins.json").unlink()

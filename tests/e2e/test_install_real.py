@@ -24,9 +24,11 @@ from hookworld import cli, user_env
 from onstation.cli.hooks import HOOK_BUDGET
 from onstation.harness import codex_trust
 from onstation.harness.adapters import CLAUDE_CODE, CODEX
-from onstation.harness.install import HOOK_TIMEOUT, statusline_in_effect
+from onstation.harness.install import HOOK_TIMEOUT, command_program, statusline_in_effect
 
 ONSTATION = str(Path(sys.executable).with_name("onstation"))
+#: What an install writes before each command: this interpreter without site, on the launcher.
+PROGRAM = command_program()
 
 #: A status line payload as Claude Code sends it (statusline docs; harness-formats.md §2).
 STATUS = {
@@ -75,7 +77,7 @@ def test_project_install_writes_the_local_settings_and_leaves_the_shared_ones(
     local = json.loads((project / ".claude" / "settings.local.json").read_text())
     assert set(local["hooks"]) == set(CLAUDE_CODE.hook_events)
     command = local["hooks"]["Stop"][0]["hooks"][0]["command"]
-    assert command == f"{ONSTATION} hook claude-code Stop"
+    assert command == f"{PROGRAM} hook claude-code Stop"
     # onstation's record is its own, outside .claude/, and kept out of version control.
     assert not (project / ".claude" / "onstation-install.json").exists()
     record = json.loads((project / ".onstation" / "install-claude-code.json").read_text())
@@ -104,7 +106,7 @@ def test_the_users_own_status_line_is_wrapped_and_given_back(
     local = json.loads((project / ".claude" / "settings.local.json").read_text())
     line = local["statusLine"]
     assert line == {"type": "command", "padding": 0,
-                    "command": f"{ONSTATION} statusline --wrap 'echo my-ccstatusline'"}  # fmt: skip
+                    "command": f"{PROGRAM} statusline --wrap 'echo my-ccstatusline'"}  # fmt: skip
     out = run_statusline(line["command"], project, env)
     assert out[0] == "my-ccstatusline"
     assert "app gen 1" in out[1] and "10.5% of 200k" in out[1]
@@ -138,7 +140,7 @@ def test_the_projects_status_line_wins_over_the_users(tmp_path: Path, env: dict[
     local.write_text(original)
     assert run(env, "install", "claude-code", "--project", str(project)).returncode == 0
     command = json.loads(local.read_text())["statusLine"]["command"]
-    assert command == f"{ONSTATION} statusline --wrap 'echo mine'"
+    assert command == f"{PROGRAM} statusline --wrap 'echo mine'"
     assert run_statusline(command, project, env)[0] == "mine"
     assert run(env, "uninstall", "claude-code", "--project", str(project)).returncode == 0
     assert local.read_text() == original  # byte for byte
@@ -146,7 +148,7 @@ def test_the_projects_status_line_wins_over_the_users(tmp_path: Path, env: dict[
     local.unlink()
     assert run(env, "install", "claude-code", "--project", str(project)).returncode == 0
     command = json.loads(local.read_text())["statusLine"]["command"]
-    assert command == f"{ONSTATION} statusline --wrap 'echo team'"
+    assert command == f"{PROGRAM} statusline --wrap 'echo team'"
 
 
 @pytest.mark.parametrize("harness", ["claude-code", "codex"])
@@ -194,7 +196,7 @@ def test_an_earlier_install_in_the_shared_settings_is_moved(
     assert not legacy.exists()
     local = json.loads((project / ".claude" / "settings.local.json").read_text())
     assert set(local["hooks"]) == set(CLAUDE_CODE.hook_events)
-    assert local["statusLine"]["command"] == f"{ONSTATION} statusline"  # not wrapping itself
+    assert local["statusLine"]["command"] == f"{PROGRAM} statusline"  # not wrapping itself
 
 
 def test_plugin_directory_is_a_valid_marketplace_whose_hooks_run(
@@ -222,6 +224,7 @@ def test_plugin_directory_is_a_valid_marketplace_whose_hooks_run(
         assert handler["timeout"] == HOOK_TIMEOUT
     assert (root / "skills" / "onstation-relief" / "SKILL.md").is_file()
     assert (root / "bin" / "onstation").stat().st_mode & stat.S_IXUSR
+    assert f'exec {PROGRAM} "$@"' in (root / "bin" / "onstation").read_text()
     assert any("--plugin-dir" in step for step in result["next_steps"])
     assert any("/plugin marketplace add" in step for step in result["next_steps"])
 
@@ -337,7 +340,7 @@ def test_the_installed_postcompact_hook_starts_a_context_epoch(
     [group] = settings["hooks"]["PostCompact"]
     assert "matcher" not in group  # PostCompact takes none on either host
     command = group["hooks"][0]["command"]
-    assert command == f"{ONSTATION} hook {harness} PostCompact"
+    assert command == f"{PROGRAM} hook {harness} PostCompact"
 
     transcript = tmp_path / "rollout.jsonl"
     common = {"session_id": "s-compact", "cwd": str(project), "transcript_path": str(transcript)}

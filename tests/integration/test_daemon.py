@@ -210,6 +210,11 @@ def test_hooks_through_the_daemon_answer_and_write_as_in_process(
     there["env"].pop("ONSTATION_DAEMON")
     in_process = hookworld.Host(here["project"], here["env"])
     warm = hookworld.Host(there["project"], there["env"])
+    # The installed commands start Python without site on the launcher (both twins): the
+    # daemon serves that client, and without a daemon it runs the call itself.
+    for host in (in_process, warm):
+        words = host.commands["PreToolUse"].split()
+        assert words[:2] == [sys.executable, "-S"] and words[2].endswith("hook_launcher.py")
     try:
         before = daemon.served()
         expected = _session(in_process, here["project"])

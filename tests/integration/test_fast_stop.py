@@ -53,3 +53,47 @@ def test_a_quiet_stop_is_answered_there_as_the_full_path_answers(
             stop(harness, project))  # fmt: skip
         assert (answer.output or {}).get("decision") == "block"
     assert hotpath.try_fast(stop(harness, project), db) == full  # blocked once: quiet again
+
+
+def test_a_first_post_tool_use_goes_to_the_full_path_without_reading_the_transcript(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No reading stored yet: the call's reading is a first tier, the full path's to record,
+    so the fast path hands it over before reading the transcript (the full path reads it).
+    Once a reading is stored, the fast path reads the transcript again."""
+    db = str(tmp_path / "ledger.db")
+    project = tmp_path / "app"
+    (project / ".onstation").mkdir(parents=True)
+    (project / ".onstation" / "config.json").write_text(json.dumps({"node": "n1"}))
+    transcript = tmp_path / "s1.jsonl"
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 20_000, "output_tokens": 5}
+    transcript.write_text(json.dumps({"type": "assistant", "uuid": "u1", "message": {
+        "id": "m1", "role": "assistant", "model": "claude-sonnet-4-5", "usage": usage,
+        "content": [{"type": "text", "text": "ok"}]}}) + "\n")  # fmt: skip
+
+    def post(tool_use_id: str) -> HookCall:
+        return HookCall.from_payload("claude-code", "PostToolUse", {
+            "session_id": "s1", "cwd": str(project), "hook_event_name": "PostToolUse",
+            "transcript_path": str(transcript), "tool_name": "Read", "tool_input": {},
+            "tool_use_id": tool_use_id, "tool_response": {}})  # fmt: skip
+
+    with Ledger.open(db) as ledger:
+        ledger.register_node("n1")
+        runner = HookRunner(ledger, "claude-code", WorkspaceConfig(node="n1"))
+        runner.handle(HookCall.from_payload("claude-code", "SessionStart", {
+            "session_id": "s1", "cwd": str(project), "hook_event_name": "SessionStart",
+            "source": "startup"}))  # fmt: skip
+    reads: list[str] = []
+    real = hotpath._read_transcript
+
+    def counted(call: HookCall, *rest: object) -> object:
+        reads.append(str(call.tool_use_id))
+        return real(call, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(hotpath, "_read_transcript", counted)
+    assert hotpath.try_fast(post("t1"), db) is hotpath.NOT_HANDLED
+    assert reads == []
+    with Ledger.open(db) as ledger:  # the full path records the first reading and its tier
+        HookRunner(ledger, "claude-code", WorkspaceConfig(node="n1")).handle(post("t1"))
+    assert hotpath.try_fast(post("t2"), db) is None  # answered there, the transcript read
+    assert reads == ["t2"]

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from onstation.core.errors import BadInput, Conflict
-from onstation.harness.install import install, uninstall
+from onstation.harness.install import install, launcher_path, onstation_words, uninstall
 
 EXISTING = """{
     "model": "opus",
@@ -137,3 +140,36 @@ def test_malformed_or_symlinked_settings_are_refused_untouched(tmp_path: Path) -
         install("claude-code", project=str(tmp_path), user=False, node="n")
     assert victim.read_text() == "{}"
     assert not (tmp_path / ".claude" / "onstation-install.json").exists()
+
+
+def test_installed_commands_start_python_without_site_on_the_launcher(tmp_path: Path) -> None:
+    """By default each command is this interpreter with ``-S`` on the hook launcher, which
+    runs any command: ``--version`` needs the site module's path (it reads the installed
+    distribution's metadata), so the launcher set it up before running it here."""
+    install("claude-code", project=str(tmp_path), user=False, node="n")
+    data = json.loads((tmp_path / ".claude" / "settings.local.json").read_text())
+    command = data["hooks"]["Stop"][0]["hooks"][0]["command"]
+    words = shlex.split(command)
+    assert words[:2] == [sys.executable, "-S"]
+    assert Path(words[2]) == launcher_path() and launcher_path().is_file()
+    assert words[3:] == ["hook", "claude-code", "Stop"]
+    assert onstation_words(words) == ["hook", "claude-code", "Stop"]
+    assert shlex.split(data["statusLine"]["command"])[3:] == ["statusline"]
+    program = shlex.join(words[:3])
+    env = {**os.environ, "ONSTATION_DAEMON": "off"}
+    version = subprocess.run(["/bin/sh", "-c", f"{program} --version"], capture_output=True,
+                             text=True, env=env, check=True)  # fmt: skip
+    assert version.stdout.startswith("onstation, version ")
+    stop = subprocess.run(["/bin/sh", "-c", command], input="{}", capture_output=True,
+                          text=True, env=env, check=False)  # fmt: skip
+    assert stop.returncode == 0 and "no session_id" in stop.stderr
+
+
+def test_onstation_words_know_both_forms_and_nothing_else() -> None:
+    assert onstation_words(["/x/bin/onstation", "statusline"]) == ["statusline"]
+    assert onstation_words(["/x/python", "-S", "/y/onstation/cli/hook_launcher.py", "hook"]) == [
+        "hook"
+    ]
+    assert onstation_words(["/x/python", "/y/onstation/cli/hook_launcher.py", "hook"]) is None
+    assert onstation_words(["notify-send", "claude"]) is None
+    assert onstation_words([]) is None

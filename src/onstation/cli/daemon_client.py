@@ -17,13 +17,15 @@ taken the call it is never run twice. The child reports its own exit status, so 
 may go away meanwhile; only when both end without a word does this end with exit 1 and one
 line saying the outcome is unknown.
 
-Only the standard library's C modules are imported here (``_socket``, ``_signal``): this
-runs on every hook call, and ``socket.py`` alone would cost more than the rest of the client.
+Only the standard library's C modules are imported here (``_socket``, ``_signal``,
+``posix``): this runs on every hook call, and ``socket.py`` alone would cost more than the
+rest of the client. Not even ``os``: the installed hook command starts Python without the
+site module (``python -S``, see :mod:`onstation.cli.hook_launcher`), which is what imports
+``os`` otherwise, so the client's hot path keeps to ``posix`` (``os`` is only taken when
+another module already loaded it, as its environment is then the one to send).
 """
 
-from __future__ import annotations
-
-import os
+import posix
 import sys
 
 TYPE_CHECKING = False  # typing costs import time on every hook call
@@ -86,22 +88,39 @@ def served(argv: list[str]) -> bool:
     return bool(argv) and ((argv[0],) in SERVED or (len(argv) > 1 and (argv[0], argv[1]) in SERVED))
 
 
-def socket_path(environ: Mapping[str, str] | None = None) -> str | None:
+def _environb() -> "dict[bytes, bytes]":
+    """The process's environment as bytes: ``os.environb`` once ``os`` is loaded (it follows
+    every change made through ``os.environ``), else the interpreter's own copy."""
+    loaded = sys.modules.get("os")
+    return loaded.environb if loaded is not None else posix.environ
+
+
+def _fsencode(text: str) -> bytes:
+    return text.encode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+
+
+def _getenv(name: str) -> "str | None":
+    value = _environb().get(_fsencode(name))
+    return None if value is None else value.decode(sys.getfilesystemencoding(),
+                                                   sys.getfilesystemencodeerrors())  # fmt: skip
+
+
+def socket_path(environ: "Mapping[str, str] | None" = None) -> "str | None":
     """Where this user's daemon listens, or None when the daemon is switched off.
 
     ``ONSTATION_DAEMON_SOCKET`` names it; otherwise ``$XDG_RUNTIME_DIR/onstation/daemon.sock``
     where that is set, else ``/tmp/onstation-UID/daemon.sock``.
     """
-    env = os.environ if environ is None else environ
-    if env.get(SWITCH_ENV, "").lower() in ("off", "0", "no", "false"):
+    get = _getenv if environ is None else environ.get
+    if (get(SWITCH_ENV) or "").lower() in ("off", "0", "no", "false"):
         return None
-    given = env.get(SOCKET_ENV)
+    given = get(SOCKET_ENV)
     if given:
         return given
-    runtime = env.get("XDG_RUNTIME_DIR")
+    runtime = get("XDG_RUNTIME_DIR")
     if runtime:
         return f"{runtime}/onstation/daemon.sock"
-    return f"/tmp/onstation-{os.getuid()}/daemon.sock"  # noqa: S108 - checked 0700 and ours
+    return f"/tmp/onstation-{posix.getuid()}/daemon.sock"  # noqa: S108 - checked 0700 and ours
 
 
 def _int32s(values: tuple[int, ...]) -> bytes:
@@ -111,11 +130,11 @@ def _int32s(values: tuple[int, ...]) -> bytes:
 def request(argv: list[str]) -> bytes:
     """The request frame for ``argv`` run here: length, then NUL-separated fields (the
     working directory and the standard streams go beside it as descriptors)."""
-    umask = os.umask(0o022)
-    os.umask(umask)
-    fields = [MAGIC, os.fsencode(sys.executable), os.fsencode(os.path.dirname(__file__)),
-              b"%d" % umask, b"%d" % len(argv), *(os.fsencode(a) for a in argv)]  # fmt: skip
-    fields += [k + b"=" + v for k, v in os.environb.items() if b"\0" not in k + v]
+    umask = posix.umask(0o022)
+    posix.umask(umask)
+    fields = [MAGIC, _fsencode(sys.executable), _fsencode(__file__.rpartition("/")[0]),
+              b"%d" % umask, b"%d" % len(argv), *(_fsencode(a) for a in argv)]  # fmt: skip
+    fields += [k + b"=" + v for k, v in _environb().items() if b"\0" not in k + v]
     body = b"\0".join(fields)
     return len(body).to_bytes(4, "big") + body
 
@@ -140,7 +159,7 @@ def forward(argv: list[str]) -> None:
         pid = _handed_over(sock, path, argv, _socket)
     except (FileNotFoundError, ConnectionRefusedError):
         pid = None  # no daemon listens there
-        if os.environ.get(SWITCH_ENV, "").lower() == "auto":
+        if (_getenv(SWITCH_ENV) or "").lower() == "auto":
             start_in_background(path)
     except (OSError, ValueError):
         pid = None  # nothing was handed over: the go-ahead is the last thing sent
@@ -152,6 +171,8 @@ def forward(argv: list[str]) -> None:
 
 def start_lock(path: str) -> str:
     """The file that says a daemon for ``path`` is being started (``ONSTATION_DAEMON=auto``)."""
+    import os
+
     return os.path.join(os.path.dirname(path), "starting")
 
 
@@ -160,6 +181,8 @@ def start_in_background(path: str) -> None:
     in its own process meanwhile). One start at a time: a start lock younger than
     :data:`START_LOCK_SECONDS` (the daemon removes it once it listens) means one is under
     way. Any failure is silent: the call goes on without a daemon, as with none."""
+    import os
+
     lock = start_lock(path)
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
@@ -200,9 +223,9 @@ def _handed_over(sock: object, path: str, argv: list[str], _socket: object) -> i
     # The daemon must be this user's: a socket another user put at the path would otherwise
     # receive this process's descriptors and act as this user.
     cred = s.getsockopt(m.SOL_SOCKET, m.SO_PEERCRED, 12)  # type: ignore[attr-defined]
-    if int.from_bytes(cred[4:8], sys.byteorder) != os.getuid():
+    if int.from_bytes(cred[4:8], sys.byteorder) != posix.getuid():
         return None
-    cwd_fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    cwd_fd = posix.open(".", posix.O_RDONLY | posix.O_DIRECTORY | posix.O_CLOEXEC)
     try:
         frame = request(argv)
         fds = _int32s((0, 1, 2, cwd_fd))
@@ -211,7 +234,7 @@ def _handed_over(sock: object, path: str, argv: list[str], _socket: object) -> i
         if sent < len(frame):
             s.sendall(frame[sent:])  # type: ignore[attr-defined]
     finally:
-        os.close(cwd_fd)
+        posix.close(cwd_fd)
     line = _line(s)
     if not line.startswith(b"ok "):
         return None  # "no REASON": the daemon will not run it; run it here
@@ -242,7 +265,7 @@ def _wait(sock: object, pid: int) -> None:
 
     def pass_on(signum: int, _frame: object) -> None:
         try:  # noqa: SIM105 - contextlib costs import time on every hook call
-            os.kill(pid, signum)
+            posix.kill(pid, signum)
         except OSError:
             pass
 
@@ -255,12 +278,12 @@ def _wait(sock: object, pid: int) -> None:
         line = b""
     kind, _, value = line.partition(b" ")
     if kind == b"exit" and value.isdigit():
-        os._exit(int(value))
+        posix._exit(int(value))
     if kind == b"signal" and value.isdigit():
         signum = int(value)
         _signal.signal(signum, _signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-        os._exit(128 + signum)
-    os.write(2, b"onstation: the daemon and its child %d ended without a word while running "
+        posix.kill(posix.getpid(), signum)
+        posix._exit(128 + signum)
+    posix.write(2, b"onstation: the daemon and its child %d ended without a word while running "
              b"this command; the outcome is unknown\n" % pid)  # fmt: skip
-    os._exit(EXIT_LOST)
+    posix._exit(EXIT_LOST)

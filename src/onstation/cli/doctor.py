@@ -76,11 +76,30 @@ class Report:
 
 
 def _program(command: str) -> str | None:
+    """The program a command runs; for the installed ``PYTHON -S .../hook_launcher.py``
+    form, the launcher script when it is missing (the interpreter is then fine, onstation is
+    not), else the interpreter."""
+    from onstation.harness.install import HOOK_LAUNCHER
+
     try:
         words = shlex.split(command)
     except ValueError:
         return None
-    return words[0] if words else None
+    if not words:
+        return None
+    if len(words) >= 3 and words[1] == "-S" and os.path.basename(words[2]) == HOOK_LAUNCHER:
+        return words[0] if os.path.isfile(words[2]) else words[2]
+    return words[0]
+
+
+def _onstation_args(command: str) -> list[str] | None:
+    """The arguments a command gives onstation, or None when it does not run onstation."""
+    from onstation.harness.install import onstation_words
+
+    try:
+        return onstation_words(shlex.split(command))
+    except ValueError:
+        return None
 
 
 #: Events install added after its first release: an install without them works as before,
@@ -386,12 +405,10 @@ def _check_claude_settings(report: Report, project: str | None, label: str) -> N
                        f"remove disableAllHooks from {path}")  # fmt: skip
     effect = statusline_in_effect(project)
     command = effect[2].get("command") if effect else None
-    words = (_program(command) or "") if isinstance(command, str) else ""
     if (
         effect is None
         or not isinstance(command, str)
-        or os.path.basename(words) != "onstation"
-        or " statusline" not in command
+        or (_onstation_args(command) or [""])[0] != "statusline"
     ):
         where = f"{effect[0]} ({effect[1]})" if effect else "no settings file"
         report.add("install", WARN, f"{label}: the status line in effect is not onstation's "

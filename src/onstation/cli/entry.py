@@ -23,6 +23,20 @@ def main() -> None:
     dispatch(argv)
 
 
+def main_without_site() -> None:
+    """:func:`main` for a process started without the ``site`` module (``python -S``, as the
+    installed hook commands start it: :mod:`onstation.cli.hook_launcher`): the daemon is
+    asked first, and only a command it does not take sets up ``site`` and runs here."""
+    argv = sys.argv[1:]
+    from onstation.cli.daemon_client import forward
+
+    forward(argv)
+    import site
+
+    site.main()
+    dispatch(argv)
+
+
 def dispatch(argv: list[str]) -> None:
     """Dispatch ``hook``, ``statusline``, the heartbeat and the top-level help cheaply; the
     rest to the full CLI."""

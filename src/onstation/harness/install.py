@@ -150,15 +150,53 @@ def onstation_command() -> str:
     return "onstation"
 
 
-def hook_command(executable: str, harness: str, event: str) -> str:
-    """The command string a host runs for ``event``."""
-    return f"{shlex.quote(executable)} hook {harness} {event}"
+#: The script an installed command runs with ``python -S`` (cli/hook_launcher.py).
+HOOK_LAUNCHER = "hook_launcher.py"
 
 
-def _handler(harness: str, event: str, executable: str) -> dict[str, Any]:
+def launcher_path() -> Path:
+    """Where this install's hook launcher is (it is not imported: importing it runs it)."""
+    # Not resolved: the daemon compares the client's package directory, as imported, with
+    # its own (a symlinked path resolved here would look like another install to it).
+    return Path(__file__).parent.parent / "cli" / HOOK_LAUNCHER
+
+
+def command_program(executable: str | None = None) -> str:
+    """The shell words that start onstation in an installed hook or status-line command.
+
+    By default the running interpreter without its ``site`` module on the hook launcher
+    (``PYTHON -S .../onstation/cli/hook_launcher.py``: docs/hooks.md says why); an explicit
+    ``executable`` (or an install whose interpreter or launcher cannot be found) gets that
+    program itself, as before."""
+    if executable is None:
+        launcher = launcher_path()
+        python = sys.executable
+        if python and os.path.isabs(python) and launcher.is_file():
+            return shlex.join([python, "-S", str(launcher)])
+        executable = onstation_command()
+    return shlex.quote(executable)
+
+
+def onstation_words(words: list[str]) -> list[str] | None:
+    """The arguments after the program of a command that runs onstation (its console script,
+    or the interpreter with ``-S`` on the hook launcher), or None for any other command."""
+    if words and os.path.basename(words[0]) == "onstation":
+        return words[1:]
+    if len(words) >= 3 and words[1] == "-S" and os.path.basename(words[2]) == HOOK_LAUNCHER:
+        return words[3:]
+    return None
+
+
+def hook_command(program: str, harness: str, event: str) -> str:
+    """The command string a host runs for ``event``; ``program`` as
+    :func:`command_program` gives it (shell words, already quoted)."""
+    return f"{program} hook {harness} {event}"
+
+
+def _handler(harness: str, event: str, program: str) -> dict[str, Any]:
     return {
         "type": "command",
-        "command": hook_command(executable, harness, event),
+        "command": hook_command(program, harness, event),
         "timeout": HOOK_TIMEOUT,
     }
 
@@ -304,8 +342,9 @@ def _inner_command(command: str) -> str | None:
         words = shlex.split(command)
     except ValueError:
         return command
-    if len(words) >= 2 and os.path.basename(words[0]) == "onstation" and words[1] == "statusline":
-        return words[3] if len(words) >= 4 and words[2] == "--wrap" else None
+    args = onstation_words(words)
+    if args and args[0] == "statusline":
+        return args[2] if len(args) >= 3 and args[1] == "--wrap" else None
     return command
 
 
@@ -529,6 +568,7 @@ def _prepare(
         data, raw = _load_json(settings_path)
     indent = _indent_of(raw)
     exe = executable or onstation_command()
+    program = command_program(executable)
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise BadInput(f"{settings_path}: 'hooks' must be an object")
@@ -540,7 +580,7 @@ def _prepare(
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise BadInput(f"{settings_path}: hooks.{event} must be a list")
-        group: dict[str, Any] = {"hooks": [_handler(harness, event, exe)]}
+        group: dict[str, Any] = {"hooks": [_handler(harness, event, program)]}
         if event in ("PreToolUse", "PostToolUse"):
             group = {"matcher": "*", **group}
         groups.append(group)
@@ -566,7 +606,7 @@ def _prepare(
             warnings.append(f"managed settings ({effect[1]}) set the status line; Claude Code "
                             "shows that one, not onstation's")  # fmt: skip
             effect = None
-        command = f"{shlex.quote(exe)} statusline"
+        command = f"{program} statusline"
         line = effect[2] if effect is not None else statusline_before
         inner = (_inner_command(line["command"]) if isinstance(line, dict)
                  and isinstance(line.get("command"), str) else None)  # fmt: skip

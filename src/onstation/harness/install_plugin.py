@@ -53,8 +53,9 @@ def _version() -> str:
         return "0.0.0"
 
 
-def plugin_files(executable: str) -> dict[str, str]:
-    """The plugin's files (path relative to DIR -> text)."""
+def plugin_files(program: str) -> dict[str, str]:
+    """The plugin's files (path relative to DIR -> text); ``program``: the shell words its
+    launcher execs (``install.command_program``)."""
     from onstation.harness.install import HOOK_TIMEOUT, SKILLS
 
     hooks: dict[str, Any] = {}
@@ -77,7 +78,7 @@ def plugin_files(executable: str) -> dict[str, str]:
         "plugins": [{"name": PLUGIN, "source": f"./{PLUGIN}", "description": description}],
     }
     manifest = {"name": PLUGIN, "version": _version(), "description": description}
-    launcher = f'#!/bin/sh\nexec {shlex.quote(executable)} "$@"\n'
+    launcher = f'#!/bin/sh\nexec {program} "$@"\n'
     files = {
         ".claude-plugin/marketplace.json": json.dumps(marketplace, indent=2) + "\n",
         f"{PLUGIN}/.claude-plugin/plugin.json": json.dumps(manifest, indent=2) + "\n",
@@ -93,7 +94,7 @@ def plugin_files(executable: str) -> dict[str, str]:
 
 def write_plugin(directory: str, *, executable: str | None = None) -> dict[str, Any]:
     """Write the plugin marketplace into ``directory`` (absent or empty); what was written."""
-    from onstation.harness.install import onstation_command
+    from onstation.harness.install import command_program, onstation_command
 
     target = Path(directory)
     if target.is_symlink():
@@ -101,7 +102,7 @@ def write_plugin(directory: str, *, executable: str | None = None) -> dict[str, 
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise Conflict(f"--plugin: {target} exists and is not an empty directory")
     exe = executable or onstation_command()
-    files = plugin_files(exe)
+    files = plugin_files(command_program(executable))
     target.mkdir(parents=True, exist_ok=True)
     for relative, text in files.items():
         write_inside(target, relative.split("/"), text)

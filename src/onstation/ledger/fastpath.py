@@ -23,9 +23,12 @@ WORKSPACE_BINDINGS = "SELECT path, node FROM workspace_binding WHERE path IN ({m
 #: A session's transcript cursor, its state and generation, its node's generation, and the
 #: context window the host declared for it.
 SESSION_CURSOR = (
-    "SELECT s.telemetry_cursor, s.state, s.generation, n.generation, s.context_window "
+    "SELECT s.telemetry_cursor, s.state, s.generation, n.generation, s.context_window, "
+    "t.session_id IS NOT NULL "
     "FROM body_session s "
-    "JOIN agent_node n ON n.name = s.node WHERE s.session_id = ?"
+    "JOIN agent_node n ON n.name = s.node "
+    "LEFT JOIN telemetry t ON t.session_id = s.session_id "
+    "WHERE s.session_id = ?"
 )
 
 #: Everything the fast path re-checks inside its write transaction (the stored reading's

@@ -298,6 +298,11 @@ def _answer(
             return NOT_HANDLED
         if _effect_capable(call, config, deadline) is not False:
             return NOT_HANDLED
+    elif event == "PostToolUse" and not row[5] and call.transcript_path:
+        # No reading stored yet: the one this call reads (a tool call's transcript has its
+        # usage) is a first tier, the full path's to record. Handed over before reading the
+        # transcript, which the full path reads anyway.
+        return NOT_HANDLED
     elif event != "Stop":  # a Stop reads no telemetry (as on the full path)
         reading, cursor_json, settled = _read_transcript(call, row[0], row[4])
         if not settled:
