@@ -341,6 +341,17 @@ class LeaseRecords(LedgerBase):
 
         return self._read(body)
 
+    def lease(self, node: str, generation: int) -> BodyLease | None:
+        """The node's lease of one generation (as :meth:`leases` lists it), or None when that
+        generation never held one; one row read, for a caller that polls one generation."""
+        validate_name(node, "node")
+
+        def body(tx: Tx, _now: int) -> BodyLease | None:
+            self._get_node(tx, node)
+            return self._lease_for(tx, node, generation)
+
+        return self._read(body)
+
     def multiple_live_leases(self) -> dict[str, int]:
         """Nodes holding more than one LIVE lease, with the count: an invariant check that is
         empty unless the ledger is broken (the simulator asks it after every step)."""

@@ -310,8 +310,8 @@ class LaunchAndSettle:
                 self.say(f"a session took the lease (pid {launched.pid}); waiting for its echo")
             root = launched.pid if launched is not None else None
             if birth.answered_at is not None and launched is not None:
-                lease = next(ls for ls in self.ledger.leases(self.node)
-                             if ls.generation == generation)  # fmt: skip
+                lease = self.ledger.lease(self.node, generation)
+                assert lease is not None  # handed over before the launch
                 heartbeat = lease.renewed_at > lease.acquired_at
                 check = witnesses.check(launched)
                 followed = witnesses.follow_exec(launched, check)
