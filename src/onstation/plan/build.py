@@ -214,15 +214,16 @@ def build_digested_payload(
     unknown = set(agent) - AGENT_PARTS
     if unknown:
         raise BadInput(f"--facts: unknown part(s) {', '.join(sorted(unknown))}")
-    current = ledger.get_node(node)
-    leases = ledger.leases(node)
-    if generation is None:
-        generation = max((lease.generation for lease in leases), default=current.generation)
-    events = ledger.history(node, limit=1)  # the newest event alone: its sequence number
-    sequence = events[-1].seq if events else 0
-    runs = [r for r in ledger.runs(node) if r.generation == generation]
-    episodes = [e for e in ledger.episodes(node) if e.state == "OPEN"]
-    effects = ledger.effects(node)
+    with ledger.reading():  # one read transaction for all of them (issue 14)
+        current = ledger.get_node(node)
+        leases = ledger.leases(node)
+        if generation is None:
+            generation = max((lease.generation for lease in leases), default=current.generation)
+        events = ledger.history(node, limit=1)  # the newest event alone: its sequence number
+        sequence = events[-1].seq if events else 0
+        runs = [r for r in ledger.runs(node) if r.generation == generation]
+        episodes = [e for e in ledger.episodes(node) if e.state == "OPEN"]
+        effects = ledger.effects(node)
     omissions: list[dict[str, str]] = []
     git = repository_parts(evidence)
     omissions += git.omissions

@@ -245,16 +245,16 @@ def write_brief(
     log = None
     if evidence.merge_base is not None and evidence.head is not None:
         log = cache.commits_since(where, evidence.merge_base, head=evidence.head)
-    tests, tests_total = _tests_run(records, node, writer)
-    now = ledger.now()
-    fill = records.latest_fill(node)
-    episodes = [e for e in ledger.episodes(node) if e.state == "OPEN"]
-    effects = ledger.effects(node)
-    notes = records.notes(node)
-
     from onstation.ledger.relief_records import ReliefLedger
 
-    open_tasks = [t for t in ReliefLedger(ledger).tasks(node) if t.status != "completed"]
+    with ledger.reading():  # one read transaction for all of them (issue 14)
+        tests, tests_total = _tests_run(records, node, writer)
+        now = ledger.now()
+        fill = records.latest_fill(node)
+        episodes = [e for e in ledger.episodes(node) if e.state == "OPEN"]
+        effects = ledger.effects(node)
+        notes = records.notes(node)
+        open_tasks = [t for t in ReliefLedger(ledger).tasks(node) if t.status != "completed"]
     # The task being worked on: the newest in progress, else the newest open one.
     in_progress = [t for t in open_tasks if t.status == "in_progress"]
     current_task = (in_progress or open_tasks)[-1] if open_tasks else None

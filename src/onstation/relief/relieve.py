@@ -94,7 +94,10 @@ class Relief(LaunchAndSettle):
         try:
             # What would stop the relief after the fence is checked before it: the working
             # body stays live, and the operator is told why and what to run.
-            stop = _unsafe_workspace(workspace, self.node) or self._preflight(predecessor)
+            # Its reads share one read transaction (issue 14: one BEGIN and ROLLBACK for
+            # all of them), as do the other groups of reads below with no write or wait.
+            with self.ledger.reading():
+                stop = _unsafe_workspace(workspace, self.node) or self._preflight(predecessor)
             if stop is not None:
                 return self._not_started(rid, predecessor, *stop)
             stop = self._await_exchanges()
@@ -103,7 +106,8 @@ class Relief(LaunchAndSettle):
             # Why the body is relieved, read before the fence changes what the ledger shows.
             from onstation.relief.incident_cause import observed_cause, stated_cause
 
-            observed = observed_cause(self.ledger, self.node, self.witnesses)
+            with self.ledger.reading():
+                observed = observed_cause(self.ledger, self.node, self.witnesses)
             self.cause = (observed if self.opts.incident is None
                           else stated_cause(self.opts.incident, observed))  # fmt: skip
             self.say(f"incident: {self.cause.incident} ({self.cause.why})")
@@ -314,12 +318,13 @@ class Relief(LaunchAndSettle):
         from onstation.relief.documents import Supplied, write_brief
 
         requested = self.ledger.now()
-        before = self.records.latest_document(self.node, "brief")
-        generation = self.ledger.get_node(self.node).generation
-        written = [
-            doc for doc in (before, self.records.latest_document(self.node, "manifest"))
-            if doc is not None and doc.generation == generation
-        ]  # fmt: skip
+        with self.ledger.reading():
+            before = self.records.latest_document(self.node, "brief")
+            generation = self.ledger.get_node(self.node).generation
+            written = [
+                doc for doc in (before, self.records.latest_document(self.node, "manifest"))
+                if doc is not None and doc.generation == generation
+            ]  # fmt: skip
         if written:
             # The body already handed over (a brief at Red, a coordinator's manifest).
             latest = max(written, key=lambda d: d.at)
@@ -392,7 +397,8 @@ class Relief(LaunchAndSettle):
         if base is not None and self.evidence.commit_of(workspace, base) is None:
             base = None
         evidence = self.evidence.collect(workspace, base)
-        agent = self._agent_parts(predecessor, workspace, evidence)
+        with self.ledger.reading():
+            agent = self._agent_parts(predecessor, workspace, evidence)
         stated = _capacity_state(self.capacity)
         if stated is not None:
             agent.setdefault("capacityState", stated)
@@ -406,7 +412,8 @@ class Relief(LaunchAndSettle):
                        payload_digest=sealed_digest)  # fmt: skip
         objects = Correspondence(self.ledger)
         objects.store_object("capsule", self.node, capsule["digest"], capsule)
-        incident = self._incident(predecessor, capsule, now)
+        with self.ledger.reading():
+            incident = self._incident(predecessor, capsule, now)
         plan, verdict = resurrect(incident, now=now, trusted=trusted,
                                   capsule_digest=sealed_digest)  # fmt: skip
         # The plan goes through the schema and the semantic validator before any verdict

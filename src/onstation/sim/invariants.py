@@ -71,17 +71,19 @@ class Invariants:
         if (token is not None and seen is not None and seen[0] is ledger and seen[1] == token
                 and self.leases_checked):  # fmt: skip
             return
-        events = ledger.events_after(self.cursor)
+        with ledger.reading():  # the history and the leases as of one moment
+            events = ledger.events_after(self.cursor)
+            # A lease becomes LIVE only by its acquisition's insert, which records
+            # lease.acquired in the same transaction (ledger/queries/leases.sql): with no new
+            # event since the last look, no node can hold one more LIVE lease than it did.
+            many = ledger.multiple_live_leases() if events or not self.leases_checked else None
         for event in events:
             self.cursor = event.seq
             self._apply(event.node, event.kind, event.generation, event.actor, event.detail,
                         to_us(event.at))  # fmt: skip
-        if events or not self.leases_checked:
-            # A lease becomes LIVE only by its acquisition's insert, which records
-            # lease.acquired in the same transaction (ledger/queries/leases.sql): with no new
-            # event since the last look, no node can hold one more LIVE lease than it did.
+        if many is not None:
             self.leases_checked = True
-            for node, count in ledger.multiple_live_leases().items():
+            for node, count in many.items():
                 self.fail("one-live-lease", f"{node} has {count} LIVE leases")
         # Taken before the reads: a commit between the two only makes the next look read.
         self.seen = None if token is None else (ledger, token)
