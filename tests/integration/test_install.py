@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -173,3 +174,24 @@ def test_onstation_words_know_both_forms_and_nothing_else() -> None:
     assert onstation_words(["/x/python", "/y/onstation/cli/hook_launcher.py", "hook"]) is None
     assert onstation_words(["notify-send", "claude"]) is None
     assert onstation_words([]) is None
+
+
+def test_the_launcher_never_lets_a_module_beside_the_package_shadow_the_standard_library(
+    tmp_path: Path,
+) -> None:
+    """The directory that holds the package (site-packages, for a normal install) goes after
+    the standard library on the search path, as site puts it: a distribution's top-level
+    ``_json.py`` there must not replace the standard library's ``_json`` (an extension
+    module, found on the path; ``site`` and ``os`` are frozen in, so cannot be shadowed)."""
+    import onstation
+
+    lib = tmp_path / "lib"
+    shutil.copytree(Path(onstation.__file__).parent, lib / "onstation",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    (lib / "_json.py").write_text("raise SystemExit(99)\n")
+    launcher = lib / "onstation" / "cli" / "hook_launcher.py"
+    env = {**os.environ, "ONSTATION_DAEMON": "off", "PYTHONDONTWRITEBYTECODE": "1"}
+    argv = [sys.executable, "-S", str(launcher), "hook", "claude-code", "Stop"]
+    done = subprocess.run(argv, input="{}", capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "no session_id" in done.stderr

@@ -15,9 +15,12 @@ install`` writes the commands (docs/hooks.md).
 import sys
 
 if __name__ == "__main__":  # imported (the daemon imports every module), it does nothing
-    # A script's own directory is sys.path[0]: replaced by the one that holds the package,
-    # so no module beside this file can shadow one of the standard library's.
-    sys.path[0] = __file__.rsplit("/", 3)[0]
+    # A script's own directory is sys.path[0]: dropped, so no module beside this file can
+    # shadow one of the standard library's. The directory that holds the package goes last,
+    # where site would put it: an installed distribution's top-level module (a backport
+    # named like a standard module, say) must not shadow the standard library either.
+    del sys.path[0]
+    sys.path.append(__file__.rsplit("/", 3)[0])
 
     from onstation.cli.entry import main_without_site
 
