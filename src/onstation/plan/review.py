@@ -45,13 +45,15 @@ def _next_step(plan: dict[str, Any]) -> str:
     return text
 
 
+#: Each Markdown metacharacter (the backslash too) behind a backslash, in one pass.
+_ESCAPES = str.maketrans({ch: "\\" + ch for ch in "\\|`*_#<>[]"})
+
+
 def _clean(text: Any, limit: int = 300) -> str:
     value = " ".join(str(text).split())
     if len(value) > limit:
         value = value[: limit - 3] + "..."
-    for ch in ("\\", "|", "`", "*", "_", "#", "<", ">", "[", "]"):
-        value = value.replace(ch, "\\" + ch)
-    return value
+    return value.translate(_ESCAPES)
 
 
 def _bullets(lines: list[str]) -> str:
