@@ -28,7 +28,15 @@ def test_a_relief_digests_its_capsule_once(
         scopes.append(scope)
         return real(scope, value)
 
+    def counting_bytes(scope: str, data: bytes) -> str:
+        scopes.append(scope)
+        return real_of_bytes(scope, data)
+
+    from onstation.plan import build
+
+    real_of_bytes = build.digest_of_canonical
     monkeypatch.setattr(capsule, "digest", counting)
+    monkeypatch.setattr(build, "digest_of_canonical", counting_bytes)
     outcome = run.run()
     assert outcome.state == "SETTLED", outcome
     assert scopes.count(CAPSULE_SCOPE) == 1
@@ -36,3 +44,51 @@ def test_a_relief_digests_its_capsule_once(
 
     [record] = ReliefLedger(ledger).reliefs("agent-1")
     assert not record.detail.get("plan_violations"), record.detail
+
+
+def test_a_relief_encodes_its_payload_once_and_splices_it_elsewhere(
+    relief: tuple[Ledger, Relief],  # noqa: F811 - the fixture
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The capsule's payload is canonicalized once; the sealed capsule, the incident and the
+    plan splice its bytes in, each exactly as its own whole encoding (checked here)."""
+    from onstation.core import canonical
+    from onstation.core.canonical import digest
+    from onstation.plan import build, embedded
+    from onstation.relief.relieve import PLAN_SCOPE
+
+    real_bytes = canonical.canonical_bytes
+    embedding = {"payload", "capsule"}
+    encoded: list[str] = []
+
+    def counting(value: Any) -> bytes:
+        if isinstance(value, dict):
+            if "capsuleVersion" in value:
+                encoded.append("payload")
+            elif any(isinstance(value.get(k), dict) for k in embedding):
+                encoded.append("a document embedding it, whole")
+        return real_bytes(value)
+
+    for module in (canonical, build, embedded):
+        monkeypatch.setattr(module, "canonical_bytes", counting)
+    real_splice = embedded.spliced_canonical
+    spliced: list[str] = []
+
+    def checked(value: Any, key: str, part: bytes) -> bytes:
+        out = real_splice(value, key, part)
+        assert out == real_bytes(dict(value))
+        spliced.append(key)
+        return out
+
+    monkeypatch.setattr(embedded, "spliced_canonical", checked)
+    ledger, run = relief
+    outcome = run.run()
+    assert outcome.state == "SETTLED", outcome
+    assert encoded == ["payload"]
+    assert spliced == ["payload", "capsule", "capsule"]  # the capsule, the incident, the plan
+    from onstation.ledger.correspondence import Correspondence
+    from onstation.ledger.relief_records import ReliefLedger
+
+    [record] = ReliefLedger(ledger).reliefs("agent-1")
+    stored = Correspondence(ledger).stored_object("plan", record.detail["plan_digest"])
+    assert digest(PLAN_SCOPE, stored.body) == record.detail["plan_digest"]

@@ -19,15 +19,16 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from onstation.core.canonical import digest
+from onstation.core.canonical import canonical_bytes, digest
 from onstation.core.effects import EffectState
 from onstation.core.errors import BadInput
 from onstation.core.redact import count_markers, describe, redact, redact_tree, scrub_url
 from onstation.core.secret_shapes import INVISIBLE
 from onstation.ledger import Ledger
-from onstation.plan.capsule import schema_passed, unsealed
+from onstation.plan.capsule import CAPSULE_SCOPE, schema_passed, unsealed
+from onstation.plan.embedded import digest_of_canonical
 from onstation.plan.evidence import GitEvidence
 from onstation.plan.incident import iso
 from onstation.plan.schemas import schema_violations
@@ -193,7 +194,15 @@ def build_payload(
     without it, the newest generation that held a lease.
     """
     return build_digested_payload(ledger, node, evidence=evidence, agent=agent, now=now,
-                                  generation=generation)[0]  # fmt: skip
+                                  generation=generation).payload  # fmt: skip
+
+
+class DigestedPayload(NamedTuple):
+    """A capsule payload just built, with its capsule digest and its canonical bytes."""
+
+    payload: dict[str, Any]
+    digest: str
+    canonical: bytes
 
 
 def build_digested_payload(
@@ -204,10 +213,11 @@ def build_digested_payload(
     agent: dict[str, Any] | None,
     now: datetime,
     generation: int | None = None,
-) -> tuple[dict[str, Any], str]:
-    """:func:`build_payload` and the capsule digest of the payload it returns (computed for
-    its schema check): a relief seals, verifies and validates that very object, unchanged,
-    and passes this digest along instead of canonicalizing the payload again each time."""
+) -> DigestedPayload:
+    """:func:`build_payload`, with the capsule digest of the payload it returns and the
+    payload's canonical bytes (computed for its schema check): a relief seals, verifies and
+    validates that very object, unchanged, and passes these along instead of canonicalizing
+    the payload again each time (:mod:`onstation.plan.embedded`)."""
     # Redacted before anything is bounded: a marker longer than the secret it replaces must
     # not push a text past its schema limit, and a cut must not hide half a secret.
     agent = dict(redact_tree(dict(agent or {}))[0])
@@ -380,10 +390,11 @@ def build_digested_payload(
     kinds = count_markers({k: v for k, v in payload.items() if k != "effects"})
     if kinds:
         payload["omissions"].append({"part": "redactions", "reason": describe(kinds)})
-    doc = unsealed(payload)
+    canonical = canonical_bytes(payload)
+    doc = unsealed(payload, digest_of_canonical(CAPSULE_SCOPE, canonical))
     problems = schema_violations("capsule", doc)
     if problems:
         first = problems[0]
         raise BadInput(f"--facts: {first.pointer}: {first.message}")
     schema_passed(doc, doc["digest"])  # sealing it next does not check these bytes again
-    return payload, str(doc["digest"])
+    return DigestedPayload(payload, str(doc["digest"]), canonical)

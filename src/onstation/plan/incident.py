@@ -27,6 +27,7 @@ from onstation.core.verdict import (
     decide,
 )
 from onstation.plan.capsule import CapsuleRejected, verify
+from onstation.plan.embedded import spliced_digest
 from onstation.plan.schemas import schema_violations
 from onstation.plan.tables import available, load_table, requirements_from_payload, table_name
 from onstation.plan.validator import capacity_digest, capsule_defects
@@ -253,18 +254,27 @@ def _discontinuities(
     return out
 
 
+def _incident_digest(incident: dict[str, Any], capsule_canonical: bytes | None) -> str:
+    if capsule_canonical is None:
+        return digest(INCIDENT_SCOPE, incident)
+    return spliced_digest(INCIDENT_SCOPE, incident, "capsule", capsule_canonical)
+
+
 def resurrect(
     incident: Any,
     *,
     now: datetime | None = None,
     trusted: Mapping[str, bytes] | None = None,
     capsule_digest: str | None = None,
+    capsule_canonical: bytes | None = None,
 ) -> tuple[dict[str, Any], Verdict]:
     """Decide one incident; returns (plan, verdict). ``now`` defaults to the incident's asOf.
 
     ``capsule_digest`` only from a caller that computed it over the incident's very capsule
     payload object, unchanged since (a relief: :func:`onstation.plan.capsule.seal`); the
-    capsule's stated digest and receipts are still checked against it."""
+    capsule's stated digest and receipts are still checked against it. ``capsule_canonical``,
+    likewise, the canonical bytes of that very capsule document (the plan id's digest then
+    splices them in: :mod:`onstation.plan.embedded`)."""
     incident = check_incident(incident)
     moment = now if now is not None else parse_time(incident["asOf"], "asOf")
     obs = incident["observations"]
@@ -322,7 +332,7 @@ def resurrect(
     evidence = None if incident["capacity"] is None else incident["capacity"]["evidence"]
     plan: dict[str, Any] = {
         "schema": PLAN_FORMAT,
-        "planId": "plan-" + digest(INCIDENT_SCOPE, incident)[:24],
+        "planId": "plan-" + _incident_digest(incident, capsule_canonical)[:24],
         "createdAt": iso(moment),
         "request": incident["request"],
         "incident": {

@@ -367,11 +367,11 @@ class Relief(LaunchAndSettle):
     def _decide(self, rid: int, predecessor: int, workspace: str) -> tuple[Any, Any, Any]:
         import dataclasses
 
-        from onstation.core.canonical import digest
         from onstation.core.verdict import Disposition, Reason
         from onstation.ledger.correspondence import Correspondence
         from onstation.plan.build import build_digested_payload
         from onstation.plan.capsule import seal
+        from onstation.plan.embedded import spliced_canonical, spliced_digest
         from onstation.plan.incident import resurrect
         from onstation.plan.keys import KeyStore
         from onstation.plan.validator import validate_plan
@@ -402,20 +402,23 @@ class Relief(LaunchAndSettle):
         stated = _capacity_state(self.capacity)
         if stated is not None:
             agent.setdefault("capacityState", stated)
-        # The payload's digest is computed once, as it is built: this relief seals, verifies
-        # and validates that very object and lets no one else change it meanwhile. The
-        # signature and the stated digest are still checked at each step.
-        payload, sealed_digest = build_digested_payload(
-            self.ledger, self.node, evidence=evidence, agent=agent, now=now,
-            generation=predecessor)  # fmt: skip
-        capsule = seal(payload, store.private(key.key_id), issued_at=_iso(now),
+        # The payload is canonicalized once, as it is built: this relief seals, verifies and
+        # validates that very object and lets no one else change it meanwhile, and the
+        # incident's and the plan's digests splice in its bytes. The signature and the stated
+        # digest are still checked at each step.
+        built = build_digested_payload(self.ledger, self.node, evidence=evidence, agent=agent,
+                                       now=now, generation=predecessor)  # fmt: skip
+        sealed_digest = built.digest
+        capsule = seal(built.payload, store.private(key.key_id), issued_at=_iso(now),
                        payload_digest=sealed_digest)  # fmt: skip
+        sealed_bytes = spliced_canonical(capsule, "payload", built.canonical)
         objects = Correspondence(self.ledger)
         objects.store_object("capsule", self.node, capsule["digest"], capsule)
         with self.ledger.reading():
             incident = self._incident(predecessor, capsule, now)
         plan, verdict = resurrect(incident, now=now, trusted=trusted,
-                                  capsule_digest=sealed_digest)  # fmt: skip
+                                  capsule_digest=sealed_digest,
+                                  capsule_canonical=sealed_bytes)  # fmt: skip
         # The plan goes through the schema and the semantic validator before any verdict
         # that permits a launch; an invalid plan launches nothing.
         checked = validate_plan(plan, trusted=trusted, capsule_digest=sealed_digest)
@@ -426,7 +429,7 @@ class Relief(LaunchAndSettle):
                     Reason("PLAN_INVALID", f"{v.rule} {v.pointer}: {v.message}")
                     for v in checked.violations)),
             )  # fmt: skip
-        plan_digest = digest(PLAN_SCOPE, plan)
+        plan_digest = spliced_digest(PLAN_SCOPE, plan, "capsule", sealed_bytes)
         with self.ledger.transaction():  # the stored plan and the record citing it, together
             objects.store_object("plan", self.node, plan_digest, plan)
             self.relief.update_relief(rid, state="SEALED", detail={
