@@ -128,7 +128,9 @@ def mutated(draw: st.DrawFn, sources: list[tuple[str, Any]] = DOCUMENTS) -> tupl
         elif kind == "drop":
             del holder[draw(st.sampled_from(keys))]
         elif kind == "retype":
-            holder[draw(st.sampled_from(keys))] = draw(st.sampled_from(WRONG_VALUES))
+            # A copy: the shared list and dict values must never be mutated later in this
+            # document (or another), nor put inside themselves (a cycle: RecursionError).
+            holder[draw(st.sampled_from(keys))] = copy.deepcopy(draw(st.sampled_from(WRONG_VALUES)))
         elif kind == "string":
             key = draw(st.sampled_from(keys))
             if isinstance(holder[key], str):
