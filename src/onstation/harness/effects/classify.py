@@ -11,8 +11,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import replace
-from typing import Any
 
 from onstation.harness.effects.context import (
     _MAX_DEPTH,
@@ -33,6 +31,10 @@ from onstation.harness.effects.shell import (
     _Simple,
     _strip_wrappers,
 )
+
+TYPE_CHECKING = False  # typing costs a Bash PreToolUse hook its import time
+if TYPE_CHECKING:
+    from typing import Any
 
 _SHELL_TOOLS = frozenset(
     {"bash", "shell", "exec_command", "local_shell", "container.exec", "shell_command"}
@@ -124,7 +126,7 @@ def classify_tool_call(
         }
         for e in found
     ]
-    return replace(first, evidence={**first.evidence, "all": listing})
+    return first.replace(evidence={**first.evidence, "all": listing})
 
 
 def _internal_error(tool_name: Any, exc: Exception) -> list[EffectCall]:

@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from onstation.core.errors import BadInput
+from onstation.core.frozen import FrozenRecord
 from onstation.harness import effects as _package
 from onstation.harness.effects.patterns import EffectPatterns
 
+TYPE_CHECKING = False  # typing and dataclasses cost a Bash PreToolUse hook their import time
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
 
-@dataclass(frozen=True)
-class EffectCall:
+
+class EffectCall(FrozenRecord):
     """One effect-capable call and its logical identity.
 
     ``operation``, ``destination`` and ``arguments`` are what the ledger fingerprints;
@@ -32,11 +34,23 @@ class EffectCall:
     (the shell segment, the git commands that answered, what could not be resolved).
     """
 
+    __slots__ = ("operation", "destination", "arguments", "summary", "evidence")  # noqa: RUF023 - field order
     operation: str
     destination: str
     arguments: dict[str, Any]
     summary: str
-    evidence: dict[str, Any] = field(default_factory=dict)
+    evidence: dict[str, Any]
+
+    def __init__(
+        self,
+        operation: str,
+        destination: str,
+        arguments: dict[str, Any],
+        summary: str,
+        evidence: dict[str, Any] | None = None,
+    ) -> None:
+        self._set(operation=operation, destination=destination, arguments=arguments,
+                  summary=summary, evidence={} if evidence is None else evidence)  # fmt: skip
 
 
 #: Why :func:`classify_bounded` stopped before the end of a call.

@@ -10,19 +10,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
 
 from onstation.core.errors import BadInput
+from onstation.core.frozen import FrozenRecord
+
+TYPE_CHECKING = False  # typing and dataclasses cost a Bash PreToolUse hook their import time
+if TYPE_CHECKING:
+    from typing import Any
 
 
-@dataclass(frozen=True)
-class CommandPattern:
+class CommandPattern(FrozenRecord):
     """A configured shell command that counts as an effect (``cmd.<name>``)."""
 
+    __slots__ = ("name", "regex", "destination")  # noqa: RUF023 - field order
     name: str
     regex: re.Pattern[str]
-    destination: str | None = None
+    destination: str | None
+
+    def __init__(self, name: str, regex: re.Pattern[str], destination: str | None = None) -> None:
+        self._set(name=name, regex=regex, destination=destination)
 
 
 #: Built-in recognizers that configuration can switch off.
@@ -36,8 +42,7 @@ DEFAULT_MCP_VERBS: tuple[str, ...] = ("create", "send", "post", "delete", "merge
 DEFAULT_NPM_REGISTRY = "https://registry.npmjs.org"
 
 
-@dataclass(frozen=True)
-class EffectPatterns:
+class EffectPatterns(FrozenRecord):
     """Which calls count as effects: built-ins, extra shell regexes, MCP verbs and globs.
 
     ``mcp_verbs`` is the full verb list in force (defaults plus configured ones);
@@ -45,11 +50,23 @@ class EffectPatterns:
     ``mcp_ignore`` globs that never are (ignore wins).
     """
 
-    builtins: frozenset[str] = frozenset(BUILTINS)
-    commands: tuple[CommandPattern, ...] = ()
-    mcp_verbs: tuple[str, ...] = DEFAULT_MCP_VERBS
-    mcp_tools: tuple[str, ...] = ()
-    mcp_ignore: tuple[str, ...] = ()
+    __slots__ = ("builtins", "commands", "mcp_verbs", "mcp_tools", "mcp_ignore")  # noqa: RUF023 - field order
+    builtins: frozenset[str]
+    commands: tuple[CommandPattern, ...]
+    mcp_verbs: tuple[str, ...]
+    mcp_tools: tuple[str, ...]
+    mcp_ignore: tuple[str, ...]
+
+    def __init__(
+        self,
+        builtins: frozenset[str] = frozenset(BUILTINS),
+        commands: tuple[CommandPattern, ...] = (),
+        mcp_verbs: tuple[str, ...] = DEFAULT_MCP_VERBS,
+        mcp_tools: tuple[str, ...] = (),
+        mcp_ignore: tuple[str, ...] = (),
+    ) -> None:
+        self._set(builtins=builtins, commands=commands, mcp_verbs=mcp_verbs,
+                  mcp_tools=mcp_tools, mcp_ignore=mcp_ignore)  # fmt: skip
 
 
 DEFAULT_PATTERNS = EffectPatterns()
