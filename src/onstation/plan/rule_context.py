@@ -41,7 +41,11 @@ class _Ctx:
         self.trusted = trusted
         self.verdict = _obj(plan.get("verdict"))
         self.disposition = self.verdict.get("disposition")
-        self.ready = self.disposition in {d.value for d in READY}
+        # A disposition of another type (a list, an object) is the schema's to report; the
+        # rules must not fail on it (a set lookup of a list raises TypeError).
+        self.ready = isinstance(self.disposition, str) and self.disposition in {
+            d.value for d in READY
+        }
         self.created_at = _time(plan.get("createdAt"))
         self.subject = _obj(plan.get("subject"))
         self.node = self.subject.get("node")

@@ -327,3 +327,11 @@ def test_an_agent_stated_claim_with_a_cited_artifact_is_carried_not_verified() -
                       if a["kind"] == "transcript")  # fmt: skip
     plan = _agent_stated(ready_plan(), transcript)
     assert {v.rule for v in semantic_violations(plan, trusted=TRUST)} == {"OS-FACT-003"}
+
+
+def test_a_disposition_of_another_type_is_a_schema_violation_not_a_crash() -> None:
+    plan = ready_plan()
+    plan["verdict"]["disposition"] = ["REBODIMENT_READY"]  # unhashable: a set lookup raised
+    report = validate_plan(plan, trusted=TRUST)
+    assert not report.valid
+    assert any(v.pointer.startswith("/verdict/disposition") for v in report.schema)
