@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from onstation.core.effects import EffectState
 from onstation.core.errors import BadInput, BlockedByPolicy, Conflict, OnstationError
 from onstation.harness.adapters import CLAUDE_CODE, find
 from onstation.harness.launch import LaunchedBody, Launcher, LaunchSpec, onstation_argv
@@ -524,8 +525,8 @@ class LaunchAndSettle:
                 Ambiguous(
                     e.effect_id, str(e.operation), str(e.destination), unobserved_why(e.result)
                 )
-                for e in self.ledger.effects(self.node)
-                if e.state == "AMBIGUOUS"
+                # Only the AMBIGUOUS rows are read and decoded (issue 14), in the same order.
+                for e in self.ledger.effects(self.node, state=EffectState.AMBIGUOUS)
             ]
             if fenced
             else [],
