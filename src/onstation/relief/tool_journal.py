@@ -19,7 +19,7 @@ Recording never makes a hook fail: a refusal (a fenced generation) becomes a not
 
 from __future__ import annotations
 
-import re
+from onstation.core.lazyre import MULTILINE, LazyPattern
 
 TYPE_CHECKING = False  # typing costs import time on the hook hot path
 if TYPE_CHECKING:
@@ -46,19 +46,20 @@ SHELL_TOOLS = frozenset({"Bash", "shell", "exec_command", "local_shell", "shell_
                          "container.exec"})  # fmt: skip
 _FILE_TOOLS = frozenset({"Edit", "Write", "Read", "MultiEdit", "NotebookEdit", "NotebookRead"})
 _SEARCH_TOOLS = frozenset({"Glob", "Grep"})
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
+# Compiled at first use: a PostToolUse journals most calls without either (nor ``re``).
+_PATCH_FILE = LazyPattern(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", MULTILINE)
 #: The capsule schema's ``name`` ($defs.name): what a call id must look like there.
-_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._:@+=-]{0,127}")
+_NAME = LazyPattern(r"[A-Za-z0-9_][A-Za-z0-9._:@+=-]{0,127}")
 
 
 def _clean(text: str, limit: int) -> str:
     """``text`` with its secrets redacted, no control characters but tab and newline, cut to
     ``limit`` characters."""
-    from onstation.core.secret_shapes import INVISIBLE, SUSPECT
+    from onstation.core.secret_shapes import suspect, without_invisible
 
     text = "".join(ch if ch.isprintable() or ch in "\t\n" else " " for ch in text[:_READ_CHARS])
-    text = INVISIBLE.sub("", text)
-    if not SUSPECT.search(text):  # most calls: the redaction rules are not even imported
+    text = without_invisible(text)
+    if not suspect(text):  # most calls: the redaction rules are not even imported
         return text[:limit]
     from onstation.core.redact import redact
 

@@ -9,9 +9,9 @@ patterns. A family module is imported the first time a call needs it.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 
+from onstation.core.lazyre import IGNORECASE, LazyPattern
 from onstation.harness.effects.context import (
     _MAX_DEPTH,
     EffectCall,
@@ -41,7 +41,20 @@ _SHELL_TOOLS = frozenset(
 )
 
 #: Words one of the built-in families needs; a command with none of them is not lexed.
-_PREFILTER = re.compile(r"git|gh|npm|pnpm|yarn|curl|http|xh|wget", re.IGNORECASE)
+_PREFILTER_WORDS = ("git", "gh", "npm", "pnpm", "yarn", "curl", "http", "xh", "wget")
+_PREFILTER = LazyPattern("|".join(_PREFILTER_WORDS), IGNORECASE)
+
+
+def _may_name_builtin(command: str) -> bool:
+    """Whether ``command`` holds one of :data:`_PREFILTER_WORDS`, case-insensitively: what
+    ``_PREFILTER.search`` answers. An ASCII command is checked without ``re`` (most hook
+    calls: ``re`` costs the process milliseconds to import): between ASCII characters the
+    pattern's case folding is ASCII's. Any other command goes to the pattern, whose Unicode
+    folding matches more (a dotless i for an i, say); a property test holds the two equal."""
+    if command.isascii():
+        lowered = command.lower()
+        return any(word in lowered for word in _PREFILTER_WORDS)
+    return _PREFILTER.search(command) is not None
 
 
 def classify_all(
@@ -90,7 +103,7 @@ def classify_bounded(
         ctx = _Ctx(tool=tool_name, patterns=patterns, limit=max_effects, deadline=deadline)
         effects: list[EffectCall] = []
         if isinstance(command, str):
-            if not patterns.commands and not _PREFILTER.search(command):
+            if not patterns.commands and not _may_name_builtin(command):
                 return [], None
             effects = _classify_script(command, base, ctx, depth=0)
         elif isinstance(command, list) and command and all(isinstance(w, str) for w in command):

@@ -13,10 +13,10 @@ Deadlines are read from one clock, ``time.monotonic`` as bound in the package na
 from __future__ import annotations
 
 import os
-import re
 
 from onstation.core.errors import BadInput
 from onstation.core.frozen import FrozenRecord
+from onstation.core.lazyre import DOTALL, IGNORECASE, LazyPattern
 from onstation.harness import effects as _package
 from onstation.harness.effects.patterns import EffectPatterns
 
@@ -111,10 +111,11 @@ def _spent(ctx: _Ctx) -> bool:
 
 
 #: A shell variable assignment (``NAME=value``): stripped in front of a program, and
-#: redacted in evidence when its name looks like a credential.
-_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
+#: redacted in evidence when its name looks like a credential. Compiled at first use: a
+#: command without any effect word (most Bash calls) never needs them, nor ``re``.
+_ASSIGN = LazyPattern(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", DOTALL)
 
-_SECRET_NAME = re.compile(r"token|secret|passw|pass$|key|auth|cookie|otp", re.IGNORECASE)
+_SECRET_NAME = LazyPattern(r"token|secret|passw|pass$|key|auth|cookie|otp", IGNORECASE)
 _SECRET_OPTS = frozenset(
     {
         "-H", "--header", "-u", "--user", "-U", "--proxy-user", "--oauth2-bearer", "-a",
@@ -152,13 +153,15 @@ def _redacted_text(words: Sequence[_Word]) -> str:
     return " ".join(out)
 
 
-_SECRET_HEADER = re.compile(
-    r"^(authorization|proxy-authorization|cookie|x-api-key|api-key|x-auth-token):", re.IGNORECASE
+_SECRET_HEADER = LazyPattern(
+    r"^(authorization|proxy-authorization|cookie|x-api-key|api-key|x-auth-token):", IGNORECASE
 )
+_USERINFO = LazyPattern(r"(://[^/@:\s]+):[^/@\s]*@")
+_SPACES = LazyPattern(r"\s+")
 
 
 def _strip_userinfo(text: str) -> str:
-    return re.sub(r"(://[^/@:\s]+):[^/@\s]*@", r"\1:<redacted>@", text)
+    return _USERINFO.sub(r"\1:<redacted>@", text)
 
 
 class _Seg:
@@ -205,7 +208,7 @@ class _Seg:
 
 
 def _operation(op: str) -> str:
-    op = re.sub(r"\s+", "_", op.strip().lower()) or "unknown"
+    op = _SPACES.sub("_", op.strip().lower()) or "unknown"
     if len(op) > 256:
         import hashlib
 

@@ -8,14 +8,15 @@ builds one from the ``effects`` section of a config file and rejects bad config 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from onstation.core.errors import BadInput
 from onstation.core.frozen import FrozenRecord
+from onstation.core.lazyre import LazyPattern
 
-TYPE_CHECKING = False  # typing and dataclasses cost a Bash PreToolUse hook their import time
+TYPE_CHECKING = False  # typing, dataclasses and re cost a Bash PreToolUse hook import time
 if TYPE_CHECKING:
+    import re
     from typing import Any
 
 
@@ -73,8 +74,8 @@ DEFAULT_PATTERNS = EffectPatterns()
 
 _CONFIG_KEYS = ("disable", "commands", "mcp_verbs", "mcp_tools", "mcp_ignore")
 _COMMAND_KEYS = ("name", "regex", "destination")
-_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-_VERB_RE = re.compile(r"^[a-z][a-z0-9]{0,31}$")
+_NAME_RE = LazyPattern(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_VERB_RE = LazyPattern(r"^[a-z][a-z0-9]{0,31}$")
 
 
 def patterns_from_mapping(mapping: Any, *, where: str = "effects") -> EffectPatterns:
@@ -86,6 +87,7 @@ def patterns_from_mapping(mapping: Any, *, where: str = "effects") -> EffectPatt
          "commands": [{"name": "deploy", "regex": "^make deploy\\b", "destination": "prod"}],
          "mcp_verbs": ["publish"], "mcp_tools": ["mcp__pay__*"], "mcp_ignore": ["mcp__x__post_get"]}
     """
+    import re  # here, not at the top: the default patterns (most hook calls) need none
 
     def bad(path: str, reason: str) -> BadInput:
         return BadInput(f"{path}: {reason}", field=path)

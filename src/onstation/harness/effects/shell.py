@@ -9,8 +9,8 @@ of the program that really runs.
 from __future__ import annotations
 
 import os
-import re
 
+from onstation.core.lazyre import LazyPattern
 from onstation.harness.effects.context import _ASSIGN, _Word
 
 # Shell lexing: words and operators, quoting aware (shlex cannot tell an operator from a
@@ -240,9 +240,13 @@ def _lex(src: str) -> tuple[list[_Tok], list[str]]:
     return toks, subs
 
 
+#: Compiled at first use (as every pattern here): most Bash calls are never lexed.
+_FALLBACK_SPLIT = LazyPattern(r"(&&|\|\||;|\||\n)")
+
+
 def _fallback_tokens(src: str) -> list[_Tok]:
     toks: list[_Tok] = []
-    for part in re.split(r"(&&|\|\||;|\||\n)", src):
+    for part in _FALLBACK_SPLIT.split(src):
         if part in ("&&", "||", ";", "|", "\n"):
             toks.append(_Op(part))
         else:
@@ -325,7 +329,7 @@ def _after_cd(simple: _Simple, cwd: str | None, deadline: float | None = None) -
     return path
 
 
-_TOPLEVEL = re.compile(r"^\$\(\s*git\s+rev-parse\s+--show-toplevel\s*\)$")
+_TOPLEVEL = LazyPattern(r"^\$\(\s*git\s+rev-parse\s+--show-toplevel\s*\)$")
 
 
 def _word_path(word: _Word, base: str | None, deadline: float | None = None) -> str | None:
