@@ -296,9 +296,10 @@ def test_a_fast_stop_and_pretooluse_import_neither_json_re_nor_threading(tmp_pat
         "heavy = ('json', 're', 'enum', 'threading', 'sqlite3', 'datetime', 'typing')\n"
         "sys.stderr.write('LOADED ' + ' '.join(m for m in heavy if m in sys.modules) + '\\n')\n"
     )
-    # A prompt reads the transcript, whose tier names are an enum (core/hull.py).
+    # A prompt reads the transcript and takes its tier by name (core.hull.tier_value), so
+    # it loads no enum either.
     calls = (("Stop", {"stop_hook_active": False}, ""), ("PreToolUse", _read(2), ""),
-             ("UserPromptSubmit", {"prompt": "go on"}, "enum"))  # fmt: skip
+             ("UserPromptSubmit", {"prompt": "go on"}, ""))  # fmt: skip
     for event, fields, allowed in calls:
         payload = {"session_id": "s1", "transcript_path": str(world.transcript),
                    "cwd": str(world.project), "hook_event_name": event, **fields}  # fmt: skip

@@ -93,8 +93,10 @@ def test_a_quiet_read_and_an_inert_bash_call_import_none_of_the_costly_modules(
     assert bash.isdisjoint(HEAVY), sorted(bash.intersection(HEAVY))
     post = _fired(world, "PostToolUse", tool_use_id="t1", tool_response={}, **read)
     assert "onstation.relief.tool_journal" in post  # journaled on the fast path
-    # The tier names are an enum (core/hull.py): a reading's tier still imports it.
-    assert post.isdisjoint(set(HEAVY) - {"enum"}), sorted(post.intersection(HEAVY))
+    # The fast path takes a reading's tier by name (core.hull.tier_value), not the enum.
+    assert post.isdisjoint(HEAVY), sorted(post.intersection(HEAVY))
+    prompt = _fired(world, "UserPromptSubmit", prompt="go on")
+    assert prompt.isdisjoint(HEAVY), sorted(prompt.intersection(HEAVY))
     # A summary that names a secret is still redacted: the rules (and re) are loaded then.
     secret = {"tool_name": "Read", "tool_input": {"file_path": "/run/secrets/api_token"}}
     assert "onstation.core.redact" in _fired(

@@ -425,3 +425,20 @@ def test_statusline_never_raises_on_any_json(value: Any) -> None:
     for payload in (value, {"context_window": value}, {"context_window": {"current_usage": value}}):
         reading = fill_from_statusline(payload)
         assert reading is None or reading.source in FILL_SOURCES
+
+
+@given(st.floats(allow_nan=False, min_value=-1e6, max_value=1e6) | st.integers(-1000, 1000))
+def test_tier_value_names_the_tier_classify_gives(percent: float) -> None:
+    from onstation.core.hull import tier_value
+
+    for policy in (RELIEF_PRESET, COORDINATOR_PRESET):
+        assert tier_value(percent, policy) == classify(percent, policy).value
+
+
+def test_tier_is_still_importable_from_hull_as_the_one_enum() -> None:
+    from onstation.core import hull, tiers
+
+    assert hull.Tier is tiers.Tier
+    assert classify(40.0) is tiers.Tier.CRITICAL
+    with pytest.raises(AttributeError):
+        hull.NoSuchName  # noqa: B018 - the module's lazy attributes name only Tier

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import math
 
-from onstation.core.hull import Tier, TierPolicy
-
-TYPE_CHECKING = False  # on the hook hot path: typing costs import time
+TYPE_CHECKING = False  # on the hook hot path: typing (and enum) cost import time
 if TYPE_CHECKING:
     from typing import Final
 
-    from onstation.core.hull import FillReading
+    from onstation.core.hull import FillReading, TierPolicy
+    from onstation.core.tiers import Tier
 
 CLAUDE_RESERVE_TOKENS: Final = 33_000
 """What Claude Code keeps free below its auto-compact window: it compacts at the window less
@@ -81,6 +80,8 @@ def tiers_past_compaction(policy: TierPolicy, point: float | None) -> tuple[Tier
     (percent of the window), lowest first; none when the host never compacts."""
     if point is None or not math.isfinite(point):
         return ()
+    from onstation.core.tiers import Tier
+
     bounds = ((Tier.AMBER, policy.amber), (Tier.RED, policy.red), (Tier.CRITICAL, policy.critical))
     return tuple(tier for tier, bound in bounds if bound >= point)
 
@@ -90,6 +91,8 @@ def compaction_warning(policy: TierPolicy, point: float | None) -> str | None:
 
     Only Red (the brief) and Critical matter: a body must hear Red before its host compacts.
     """
+    from onstation.core.tiers import Tier
+
     past = [t for t in tiers_past_compaction(policy, point) if t.rank >= Tier.RED.rank]
     if not past or point is None:
         return None

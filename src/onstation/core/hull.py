@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from enum import StrEnum
 from types import MappingProxyType
 
 from onstation.core.errors import BadInput
@@ -24,6 +23,8 @@ from onstation.core.frozen import FrozenRecord
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Final
+
+    from onstation.core.tiers import Tier
 
 DEFAULT_WINDOW: Final = 200_000
 """Window assumed for a model we cannot identify. The smaller of the two real windows is
@@ -52,23 +53,6 @@ FILL_SOURCES: Final = frozenset(
 # Before this Claude Code release the status line's total_input_tokens was a cumulative
 # session total (spend), not the current context (changelog of v2.1.132).
 TOTAL_INPUT_RELIABLE_SINCE: Final = (2, 1, 132)
-
-
-class Tier(StrEnum):
-    """Hull integrity tier, from healthy to emergency."""
-
-    GREEN = "green"
-    AMBER = "amber"
-    RED = "red"
-    CRITICAL = "critical"
-
-    @property
-    def rank(self) -> int:
-        """0 for Green up to 3 for Critical; compare tiers by rank, never by string."""
-        return _RANK[self]
-
-
-_RANK: Final = {Tier.GREEN: 0, Tier.AMBER: 1, Tier.RED: 2, Tier.CRITICAL: 3}
 
 
 def _finite(value: object) -> float | None:
@@ -132,17 +116,36 @@ PRESETS: Final[Mapping[str, TierPolicy]] = MappingProxyType(
 )
 
 
-def classify(percent: float, policy: TierPolicy = RELIEF_PRESET) -> Tier:
-    """The tier of a fill percent under ``policy`` (a bound belongs to the higher tier)."""
+def tier_value(percent: float, policy: TierPolicy = RELIEF_PRESET) -> str:
+    """The name of the tier of a fill percent under ``policy`` ("green" ... "critical"; a
+    bound belongs to the higher tier): :func:`classify` without the enum, for the hook's
+    fast path."""
     if isinstance(percent, bool) or not isinstance(percent, int | float) or math.isnan(percent):
         raise BadInput(f"hull percent: must be a number, got {percent!r}")
     if percent >= policy.critical:
-        return Tier.CRITICAL
+        return "critical"
     if percent >= policy.red:
-        return Tier.RED
+        return "red"
     if percent >= policy.amber:
-        return Tier.AMBER
-    return Tier.GREEN
+        return "amber"
+    return "green"
+
+
+def classify(percent: float, policy: TierPolicy = RELIEF_PRESET) -> Tier:
+    """The tier of a fill percent under ``policy`` (a bound belongs to the higher tier)."""
+    from onstation.core.tiers import Tier
+
+    return Tier(tier_value(percent, policy))
+
+
+def __getattr__(name: str) -> object:
+    # ``Tier`` lives in core/tiers.py (it imports enum, which the hook's fast path does
+    # without); it is still importable from here, loaded when first asked for.
+    if name == "Tier":
+        from onstation.core.tiers import Tier
+
+        return Tier
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _POLICY_KEYS: Final = frozenset({"preset", "name", "amber", "red", "critical"})

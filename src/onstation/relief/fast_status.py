@@ -66,7 +66,7 @@ def _line(
     config: dict[str, Any],
     declared: int | None,
 ) -> object:
-    from onstation.core.hull import classify, fill_from_statusline, workspace_policy
+    from onstation.core.hull import fill_from_statusline, tier_value, workspace_policy
 
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -94,7 +94,7 @@ def _line(
         from onstation.core.compaction import reject_reason
 
         policy = workspace_policy(config.get("tiers"))
-        tier = classify(reading.percent, policy).value
+        tier = tier_value(reading.percent, policy)
         stored = tier == row[7] and row[8] == row[9] and row[11] == generation
         if reject_reason(reading) is not None or not stored:
             conn.execute("ROLLBACK")

@@ -355,9 +355,9 @@ def _answer(
             conn.execute("ROLLBACK")
             return NOT_HANDLED
         if reading is not None:
-            from onstation.core.hull import classify, workspace_policy
+            from onstation.core.hull import tier_value, workspace_policy
 
-            tier = classify(reading.percent, workspace_policy(config.get("tiers"))).value
+            tier = tier_value(reading.percent, workspace_policy(config.get("tiers")))
             if tier != row[7] or row[9] != row[1] or row[10] != row[11]:
                 conn.execute("ROLLBACK")
                 return NOT_HANDLED  # a tier change is recorded (once) by the full path
