@@ -135,7 +135,7 @@ def test_an_invalid_plan_launches_nothing(world: dict[str, Any]) -> None:
     assert run_episode(world)
     plant = (
         "import onstation.plan.validator as V; from onstation.plan.schemas import Violation; "
-        "V.validate_plan = lambda plan, trusted=None: V.Report(semantic=[Violation("
+        "V.validate_plan = lambda plan, **_: V.Report(semantic=[Violation("
         "'/verdict', 'OS-TEST-001', 'planted for the test')]); "
         "from onstation.cli.entry import main; main()"
     )
