@@ -97,6 +97,20 @@ def test_a_quiet_read_and_an_inert_bash_call_import_none_of_the_costly_modules(
     assert post.isdisjoint(HEAVY), sorted(post.intersection(HEAVY))
     prompt = _fired(world, "UserPromptSubmit", prompt="go on")
     assert prompt.isdisjoint(HEAVY), sorted(prompt.intersection(HEAVY))
+    # The status line (its compaction warning included) takes tiers by name too.
+    python, *rest = world.program
+    window = {"context_window_size": 200000, "used_percentage": 10.0}
+    status = {"session_id": "s1", "cwd": str(world.project),
+              "transcript_path": str(world.transcript), "context_window": window,
+              "model": {"id": "claude-sonnet-4-5", "display_name": "Sonnet"}}  # fmt: skip
+    for _ in range(2):  # the first declares the window: the full path records it
+        done = subprocess.run([python, "-X", "importtime", *rest, "statusline"],
+                              input=json.dumps(status), capture_output=True, text=True,
+                              env=world.env, cwd=world.project, timeout=60, check=True)  # fmt: skip
+    line = {row.rsplit("|", 1)[1].strip() for row in done.stderr.splitlines()
+            if row.startswith("import time:") and "|" in row}  # fmt: skip
+    assert "onstation.relief.fast_status" in line and "onstation.relief.hooks" not in line
+    assert line.isdisjoint(HEAVY), sorted(line.intersection(HEAVY))
     # A summary that names a secret is still redacted: the rules (and re) are loaded then.
     secret = {"tool_name": "Read", "tool_input": {"file_path": "/run/secrets/api_token"}}
     assert "onstation.core.redact" in _fired(

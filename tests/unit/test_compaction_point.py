@@ -76,6 +76,14 @@ def test_tiers_past_the_point_are_the_upper_ones(policy: TierPolicy, point: floa
         assert (tier in past) == (point is not None and bound >= point)
     warning = compaction_warning(policy, point)
     assert (warning is not None) == (Tier.RED in past or Tier.CRITICAL in past)
+    # The warning names the tiers by their names, without the enum: the same text as one
+    # built from the tiers past the point.
+    upper = [t for t in past if t.rank >= Tier.RED.rank]
+    if upper and point is not None:
+        named = " and ".join(f"{t.value.capitalize()} ({getattr(policy, t.value):g}%)"
+                             for t in upper)  # fmt: skip
+        assert warning is not None and warning.startswith(f"tier policy {policy.name}: {named} ")
+        assert f"({point:.1f}% of the window)" in warning
 
 
 def test_a_preset_past_an_override_point_is_named() -> None:

@@ -91,12 +91,14 @@ def compaction_warning(policy: TierPolicy, point: float | None) -> str | None:
 
     Only Red (the brief) and Critical matter: a body must hear Red before its host compacts.
     """
-    from onstation.core.tiers import Tier
-
-    past = [t for t in tiers_past_compaction(policy, point) if t.rank >= Tier.RED.rank]
-    if not past or point is None:
+    if point is None or not math.isfinite(point):
         return None
-    names = " and ".join(f"{t.value.capitalize()} ({getattr(policy, t.value):g}%)" for t in past)
+    # By name, as tiers_past_compaction finds them (Red and Critical only): the status line
+    # asks on every call, and the Tier enum would cost its process the import of enum.
+    past = [name for name in ("red", "critical") if getattr(policy, name) >= point]
+    if not past:
+        return None
+    names = " and ".join(f"{name.capitalize()} ({getattr(policy, name):g}%)" for name in past)
     verb = "lies" if len(past) == 1 else "lie"
     return (
         f"tier policy {policy.name}: {names} {verb} past the host's compaction point "

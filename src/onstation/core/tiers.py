@@ -8,7 +8,10 @@ every such process's start. ``onstation.core.hull.Tier`` is this class, loaded o
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Final
+
+TYPE_CHECKING = False  # typing costs the status line's process its import time
+if TYPE_CHECKING:
+    from typing import Final
 
 
 class Tier(StrEnum):
