@@ -188,8 +188,8 @@ def _measure(url: str, label: str) -> None:
     verdict = "meets" if ratio >= TARGET else "MISSES"
     print(
         f"{label:<9} library {library:7.1f}/s | baseline bare SQL, same writes {bare:7.1f}/s "
-        f"-> ratio {ratio:4.2f} ({verdict} target {TARGET:.2f}) | bare CAS + lease only "
-        f"{minimal:7.1f}/s -> ratio {minimal_ratio:4.2f}",
+        f"-> ratio {ratio:5.3f} ({verdict} target {TARGET:.2f}) | bare CAS + lease only "
+        f"{minimal:7.1f}/s -> ratio {minimal_ratio:5.3f}",
         flush=True,
     )
 
