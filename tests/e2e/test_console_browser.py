@@ -165,6 +165,15 @@ def test_the_operator_watches_a_relief_live_resolves_an_effect_and_halts(
     assert listed, report
     expect(by_id(panel, "relief-losses").locator("li")).to_have_count(len(listed))
     shot(page, "02-relief")
+    # The report opened by the operator stays open across a live refresh of an unchanged
+    # relief (the panel was drawn again on every refresh: the report closed, and an element
+    # a test held was detached from the page).
+    report_details = by_id(panel, "relief-report").locator("details")
+    report_details.locator("summary").click()
+    expect(report_details).to_have_attribute("open", "")
+    page.evaluate("() => refresh()")
+    page.wait_for_function("() => !state.refreshing && state.refreshTimer === null")
+    expect(report_details).to_have_attribute("open", "")
     by_id(panel, "relief-losses").scroll_into_view_if_needed()
     shot(page, "03-relief-report")
     # A live refresh whose answer for the open relief arrives after the operator closed the

@@ -13,7 +13,7 @@ const SVG_NS = "http://www.w3.org/2000/svg";
 
 const state = {
   me: null, team: [], now: null, reliefs: [], queue: null, halts: [], hull: {},
-  openRelief: null, reliefShown: 0, source: null, refreshTimer: null, refreshing: false, again: false,
+  openRelief: null, reliefShown: 0, reliefDrawn: null, source: null, refreshTimer: null, refreshing: false, again: false,
 };
 
 // -- small helpers ----------------------------------------------------------------------------
@@ -536,6 +536,11 @@ async function showRelief(reliefId, quiet) {
   }
   if (shown !== state.reliefShown) return;
   if (quiet && state.openRelief !== reliefId) return;
+  // A live refresh that finds the relief as drawn leaves the panel alone: drawing it again
+  // would close the report the operator opened and lose the panel's scroll position.
+  const drawn = JSON.stringify(detail);
+  if (quiet && drawn === state.reliefDrawn) return;
+  state.reliefDrawn = drawn;
   state.openRelief = reliefId;
   const relief = detail.relief;
   const panel = $("relief-panel");
@@ -602,6 +607,7 @@ function reportView(report) {
 
 function closeRelief() {
   state.reliefShown++;
+  state.reliefDrawn = null;
   state.openRelief = null;
   $("relief-panel").classList.add("hidden");
 }
