@@ -34,7 +34,6 @@ def test_the_flag_values_are_res() -> None:
     assert (lazyre.IGNORECASE, lazyre.MULTILINE, lazyre.DOTALL) == (
         re.IGNORECASE, re.MULTILINE, re.DOTALL,
     )  # fmt: skip
-    assert secret_shapes._IGNORECASE == re.IGNORECASE
 
 
 @given(_TEXTS)

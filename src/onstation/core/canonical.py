@@ -102,12 +102,18 @@ def canonical_bytes(value: JsonValue) -> bytes:
 
 def digest(scope: str, value: JsonValue) -> str:
     """Hex SHA-256 over the scope, a NUL separator and the canonical bytes of ``value``."""
+    return digest_of_canonical(scope, canonical_bytes(value))
+
+
+def digest_of_canonical(scope: str, canonical: bytes) -> str:
+    """:func:`digest` of a value whose canonical bytes are ``canonical`` (for a caller that
+    has them already: :mod:`onstation.plan.embedded`)."""
     if not _SCOPE.match(scope):
         raise BadInput(f"digest scope {scope!r} is not a valid scope string")
     hasher = hashlib.sha256()
     hasher.update(scope.encode("ascii"))
     hasher.update(b"\x00")
-    hasher.update(canonical_bytes(value))
+    hasher.update(canonical)
     return hasher.hexdigest()
 
 

@@ -75,15 +75,21 @@ def codex_compaction_point(window: int, auto_compact_token_limit: int | None) ->
     return min(limit, size) * 100 / size
 
 
+def _names_past(policy: TierPolicy, point: float | None) -> tuple[str, ...]:
+    """The names of the tiers of ``policy`` whose lower bound lies at or past ``point``,
+    lowest first (by name: the status line asks on every call, and the Tier enum would cost
+    its process the import of enum)."""
+    if point is None or not math.isfinite(point):
+        return ()
+    return tuple(name for name in ("amber", "red", "critical") if getattr(policy, name) >= point)
+
+
 def tiers_past_compaction(policy: TierPolicy, point: float | None) -> tuple[Tier, ...]:
     """The tiers of ``policy`` whose lower bound lies at or past the host's compaction point
     (percent of the window), lowest first; none when the host never compacts."""
-    if point is None or not math.isfinite(point):
-        return ()
     from onstation.core.tiers import Tier
 
-    bounds = ((Tier.AMBER, policy.amber), (Tier.RED, policy.red), (Tier.CRITICAL, policy.critical))
-    return tuple(tier for tier, bound in bounds if bound >= point)
+    return tuple(Tier(name) for name in _names_past(policy, point))
 
 
 def compaction_warning(policy: TierPolicy, point: float | None) -> str | None:
@@ -91,12 +97,8 @@ def compaction_warning(policy: TierPolicy, point: float | None) -> str | None:
 
     Only Red (the brief) and Critical matter: a body must hear Red before its host compacts.
     """
-    if point is None or not math.isfinite(point):
-        return None
-    # By name, as tiers_past_compaction finds them (Red and Critical only): the status line
-    # asks on every call, and the Tier enum would cost its process the import of enum.
-    past = [name for name in ("red", "critical") if getattr(policy, name) >= point]
-    if not past:
+    past = [name for name in _names_past(policy, point) if name != "amber"]
+    if not past or point is None:
         return None
     names = " and ".join(f"{name.capitalize()} ({getattr(policy, name):g}%)" for name in past)
     verb = "lies" if len(past) == 1 else "lie"

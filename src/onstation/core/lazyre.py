@@ -63,6 +63,11 @@ class LazyPattern:
     def sub(self, repl: str | Callable[[re.Match[str]], str], string: str, count: int = 0) -> str:
         return self.compiled().sub(repl, string, count)
 
+    @property
+    def flags(self) -> int:
+        """The compiled pattern's flags (as ``re`` reports them)."""
+        return self.compiled().flags
+
     def __repr__(self) -> str:
         return f"LazyPattern({self.pattern!r}, {self._flags})"
 

@@ -8,55 +8,31 @@ costs two small patterns, not the whole ruleset.
 The hook fast path checks an ASCII text (most summaries: a command, a path) without ``re``,
 whose import costs a hook process milliseconds: :func:`without_invisible` and
 :func:`suspect` answer exactly as the two patterns do (property tests hold them equal:
-tests/unit/test_secret_shapes.py), and compile them only for a text that is not ASCII.
+tests/unit/test_lazy_patterns.py), and compile them only for a text that is not ASCII.
 
 Pure: no I/O, no clock, no randomness.
 """
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing and re cost import time on the hook hot path
-if TYPE_CHECKING:
-    import re
+from onstation.core.lazyre import IGNORECASE, LazyPattern
 
-    #: Zero-width characters, bidirectional controls, the soft hyphen and other invisible
-    #: format characters: a reader does not see them, so a secret split by one still reads
-    #: whole (they are removed before any rule runs).
-    INVISIBLE: re.Pattern[str]
-    #: What every redaction rule needs somewhere in a text before it can match
-    #: (case-insensitive): a long run of token characters, a PEM armour line, a token
-    #: prefix, a URL's userinfo or query, an authorization header, or a word that names a
-    #: secret. A text without any of them holds no secret the rules know (a property test
-    #: holds this against the rules: tests/unit/test_redact.py).
-    SUSPECT: re.Pattern[str]
-else:
+#: Zero-width characters, bidirectional controls, the soft hyphen and other invisible format
+#: characters: a reader does not see them, so a secret split by one still reads whole (they
+#: are removed before any rule runs). Compiled at first use, as SUSPECT (re costs a hook
+#: process its import).
+INVISIBLE = LazyPattern("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
 
-    def __getattr__(name: str) -> object:
-        # INVISIBLE and SUSPECT are compiled the first time they are named.
-        if name not in _SOURCES:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        return _pattern(name)
-
-
-_IGNORECASE = 2  # re.IGNORECASE (naming it would import re; a test holds them equal)
-_SOURCES = {
-    "INVISIBLE": ("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]", 0),
-    "SUSPECT": (
-        r"[A-Za-z0-9]{16}|-----BEGIN|eyJ|glpat-|xox|hooks\.slack|sk-|AIza|@|bearer|authoriz"
-        r"|pass|pwd|secret|token|key|credential|_pw|[?&;][^=\s]*=",
-        _IGNORECASE,
-    ),
-}
-
-
-def _pattern(name: str) -> re.Pattern[str]:
-    """INVISIBLE or SUSPECT, compiled now the first time (then a module global)."""
-    compiled: re.Pattern[str] | None = globals().get(name)
-    if compiled is None:
-        import re
-
-        compiled = globals()[name] = re.compile(*_SOURCES[name])
-    return compiled
+#: What every redaction rule needs somewhere in a text before it can match (case-insensitive):
+#: a long run of token characters, a PEM armour line, a token prefix, a URL's userinfo or
+#: query, an authorization header, or a word that names a secret. A text without any of them
+#: holds no secret the rules know (a property test holds this against the rules:
+#: tests/unit/test_redact.py).
+SUSPECT = LazyPattern(
+    r"[A-Za-z0-9]{16}|-----BEGIN|eyJ|glpat-|xox|hooks\.slack|sk-|AIza|@|bearer|authoriz"
+    r"|pass|pwd|secret|token|key|credential|_pw|[?&;][^=\s]*=",
+    IGNORECASE,
+)
 
 
 #: SUSPECT's literal alternatives, lower-cased: between ASCII characters its case folding
@@ -73,13 +49,13 @@ def without_invisible(text: str) -> str:
     text is returned as it is."""
     if text.isascii():
         return text
-    return _pattern("INVISIBLE").sub("", text)
+    return INVISIBLE.sub("", text)
 
 
 def suspect(text: str) -> bool:
     """``SUSPECT.search(text) is not None``, for an ASCII text without ``re``."""
     if not text.isascii():
-        return _pattern("SUSPECT").search(text) is not None
+        return SUSPECT.search(text) is not None
     lowered = text.lower()
     if any(word in lowered for word in _SUSPECT_WORDS):
         return True

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from onstation.core.errors import BadInput, OnstationError
+from onstation.ledger.fastpath import WAL_LIMIT_BYTES as WAL_LIMIT_BYTES  # noqa: PLC0414 - re-exported
+from onstation.ledger.fastpath import settle_wal
 from onstation.ledger.urls import default_sqlite_file, parse_url
 
 if TYPE_CHECKING:
@@ -31,9 +33,6 @@ Row = tuple[Any, ...]
 
 MIN_SQLITE = (3, 35, 0)  # RETURNING
 SQLITE_BUSY_TIMEOUT_MS = 30_000
-#: The WAL size past which a ledger left open checkpoints it and truncates it (the same as
-#: ``relief.hotpath.WAL_LIMIT_BYTES``, the fast path's; checked equal by a test).
-WAL_LIMIT_BYTES = 256 * 1024
 PG_RETRY_LIMIT = 10
 
 
@@ -302,15 +301,9 @@ class SqliteBackend:
         return version, self._conn.total_changes
 
     def leave_open(self) -> None:
-        # Without the close's checkpoint the WAL would only grow (relief.hotpath.settle_wal
-        # says why): past WAL_LIMIT_BYTES it is checkpointed and truncated, never waiting.
-        try:
-            if os.stat(f"{self.path}-wal").st_size <= WAL_LIMIT_BYTES:
-                return
-            self._conn.execute("PRAGMA busy_timeout = 0")
-            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-        except (OSError, sqlite3.Error):
-            pass  # busy, or no WAL: nothing is lost, a later call checkpoints
+        # Without the close's checkpoint the WAL would only grow: bounded as the fast path's
+        # connection bounds it (the same function).
+        settle_wal(self._conn, str(self.path))
 
     def close(self) -> None:
         self._conn.close()

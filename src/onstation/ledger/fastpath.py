@@ -17,6 +17,37 @@ if TYPE_CHECKING:
     import sqlite3
     from typing import Any
 
+#: The WAL size past which a connection left open checkpoints it and truncates it.
+WAL_LIMIT_BYTES = 256 * 1024
+
+
+def settle_wal(conn: Any, path: str) -> None:
+    """Checkpoint the WAL into the database and truncate it once it is past
+    :data:`WAL_LIMIT_BYTES`; call after the call's commit.
+
+    The fast path (and a whole hook call's ledger: ``Ledger.leave_open``) leaves its
+    connection open at exit, so SQLite's close never checkpoints;
+    the next process to open the ledger then rebuilds the WAL index by reading the whole WAL,
+    and (the index rebuilt knows nothing of earlier checkpoints) never restarts the WAL from
+    its start: left alone it would grow for ever, and every call would read it all. A
+    ``TRUNCATE`` checkpoint empties it. It never waits: with a reader in the WAL it gives up
+    (``busy_timeout`` 0) and a later call tries again; ``wal_autocheckpoint`` (SQLite's
+    default, 1000 pages) still bounds the WAL as ever.
+    """
+    try:
+        if os.stat(path + "-wal").st_size <= WAL_LIMIT_BYTES:
+            return
+    except OSError:
+        return
+    import _sqlite3  # loaded already: ``conn`` is one of its connections
+
+    try:
+        conn.execute("PRAGMA busy_timeout = 0")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    except _sqlite3.Error:
+        pass  # busy, or anything else: nothing is lost, a later call checkpoints
+
+
 #: The workspace bindings among a list of candidate paths (``{marks}``: one ``?`` each).
 WORKSPACE_BINDINGS = "SELECT path, node FROM workspace_binding WHERE path IN ({marks})"
 

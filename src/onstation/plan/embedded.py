@@ -15,12 +15,11 @@ which it has not changed since; the digests are then exactly
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from collections.abc import Mapping
 from typing import Any
 
-from onstation.core.canonical import canonical_bytes
+from onstation.core.canonical import canonical_bytes, digest_of_canonical
 
 
 def spliced_canonical(value: Mapping[str, Any], key: str, part: bytes) -> bytes:
@@ -33,16 +32,6 @@ def spliced_canonical(value: Mapping[str, Any], key: str, part: bytes) -> bytes:
     if not found or marker in tail:
         return canonical_bytes(dict(value))  # the placeholder is not the one member's alone
     return head + part + tail
-
-
-def digest_of_canonical(scope: str, canonical: bytes) -> str:
-    """:func:`onstation.core.canonical.digest` of a value whose canonical bytes are
-    ``canonical`` (``scope`` is one of this package's scope constants)."""
-    hasher = hashlib.sha256()
-    hasher.update(scope.encode("ascii"))
-    hasher.update(b"\x00")
-    hasher.update(canonical)
-    return hasher.hexdigest()
 
 
 def spliced_digest(scope: str, value: Mapping[str, Any], key: str, part: bytes) -> str:

@@ -55,8 +55,10 @@ _SESSION_LEASE_TTL_US = 12 * 3600 * 1_000_000
 
 NOT_HANDLED = object()
 
-#: The WAL size past which the fast path checkpoints it and truncates it (see settle_wal).
-WAL_LIMIT_BYTES = 256 * 1024
+#: The WAL size past which the fast path checkpoints it and truncates it; ``settle_wal``
+#: does it (both in :mod:`onstation.ledger.fastpath`, which a ledger left open uses too).
+WAL_LIMIT_BYTES = queries.WAL_LIMIT_BYTES
+settle_wal = queries.settle_wal
 
 #: The workspace configuration's size limit (``harness.files.MAX_SMALL_JSON_BYTES``; kept
 #: here so the fast path does not import that module, and checked equal by a test).
@@ -223,30 +225,6 @@ def try_fast(
         else:
             keep.append(conn)
     return answered
-
-
-def settle_wal(conn: Any, path: str) -> None:
-    """Checkpoint the WAL into the database and truncate it once it is past
-    :data:`WAL_LIMIT_BYTES`; call after the call's commit.
-
-    The fast path leaves its connection open at exit, so SQLite's close never checkpoints;
-    the next process to open the ledger then rebuilds the WAL index by reading the whole WAL,
-    and (the index rebuilt knows nothing of earlier checkpoints) never restarts the WAL from
-    its start: left alone it would grow for ever, and every call would read it all. A
-    ``TRUNCATE`` checkpoint empties it. It never waits: with a reader in the WAL it gives up
-    (``busy_timeout`` 0) and a later call tries again; ``wal_autocheckpoint`` (SQLite's
-    default, 1000 pages) still bounds the WAL as ever.
-    """
-    try:
-        if os.stat(path + "-wal").st_size <= WAL_LIMIT_BYTES:
-            return
-    except OSError:
-        return
-    try:
-        conn.execute("PRAGMA busy_timeout = 0")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-    except sqlite3.Error:
-        pass  # busy, or anything else: nothing is lost, a later call checkpoints
 
 
 def open_wal(path: str) -> Any:
