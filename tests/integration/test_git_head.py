@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -184,3 +186,18 @@ def test_a_moved_branch_is_read_anew(tmp_path: Path) -> None:
     shutil.rmtree(repo / ".git" / "refs" / "heads")  # neither loose nor packed: unborn
     (repo / ".git" / "refs" / "heads").mkdir()
     assert head_commit(str(repo)) is ASK_GIT
+
+
+def test_a_fifo_named_head_is_left_to_git_without_waiting_on_it(tmp_path: Path) -> None:
+    """A FIFO where HEAD should be: opened for reading it would wait for a writer forever
+    (the session's start with it); it is refused unopened, in a child process here so that a
+    regression fails instead of hanging the suite."""
+    repo = _repo(tmp_path / "r")
+    head = repo / ".git" / "HEAD"
+    head.unlink()
+    os.mkfifo(head)
+    probe = ("import sys\nfrom onstation.harness.git_head import ASK_GIT, head_commit\n"
+             "print(head_commit(sys.argv[1]) is ASK_GIT)\n")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", probe, str(repo)], capture_output=True,
+                          text=True, timeout=60, check=True)  # fmt: skip
+    assert done.stdout.strip() == "True"

@@ -39,16 +39,15 @@ def _object_id(text: str) -> bool:
 
 
 def _read(path: str, limit: int = _SMALL) -> str | None:
+    """The text of the regular file at ``path`` (at most ``limit`` bytes), or None. Read as
+    every bounded file of onstation is (``harness.files.read_bounded``): a FIFO or a device
+    named HEAD is refused before it is opened, never waited on by a session's start."""
+    from onstation.core.errors import BadInput
+    from onstation.harness.files import read_bounded
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
-    except OSError:
-        return None
-    if len(data) > limit:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
+        return read_bounded(path, limit, "git").decode("utf-8")
+    except (BadInput, UnicodeDecodeError):
         return None
 
 
