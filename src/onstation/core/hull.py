@@ -12,8 +12,11 @@ Pure: no I/O, no clock, no environment. Callers pass in what the harness told th
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from types import MappingProxyType
+
+# ``collections.abc`` is ``_collections_abc`` re-exported, but importing it runs
+# ``collections/__init__`` (keyword, operator, reprlib: milliseconds); ``_collections_abc``
+# is loaded at every start-up already (``os`` imports it).
+from _collections_abc import Mapping
 
 from onstation.core.errors import BadInput
 from onstation.core.frozen import FrozenRecord
@@ -22,9 +25,13 @@ from onstation.core.frozen import FrozenRecord
 # time on every tool call, so annotations stay unevaluated and records are plain classes.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from types import MappingProxyType
     from typing import Final
 
     from onstation.core.tiers import Tier
+else:
+    # The read-only mapping type, as ``types`` defines it, without importing ``types``.
+    MappingProxyType = type(type.__dict__)
 
 DEFAULT_WINDOW: Final = 200_000
 """Window assumed for a model we cannot identify. The smaller of the two real windows is

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterator, Mapping
+
+# ``_collections_abc``, which ``collections.abc`` re-exports: importing the latter runs
+# ``collections/__init__``, milliseconds of every hook process (see core.hull).
+from _collections_abc import Callable, Iterator, Mapping
 
 from onstation.core.errors import BadInput
 from onstation.core.fastjson import loads, loads_bytes
