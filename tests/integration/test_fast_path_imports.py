@@ -70,8 +70,11 @@ class _World:
 
 #: Modules the hooks below must not import in their own process: ``re`` (and ``enum``,
 #: which ``re`` imports), ``typing``, ``dataclasses`` and ``json`` each cost a hook process
-#: milliseconds.
-HEAVY = ("re", "enum", "typing", "dataclasses", "json", "inspect", "datetime", "threading")
+#: milliseconds; so do ``site`` (set up only when the full path needs an installed
+#: distribution, cli/entry.py), ``functools`` (which ``_sqlite3`` loads for one name) and
+#: ``collections`` (which ``collections.abc`` runs).
+HEAVY = ("re", "enum", "typing", "dataclasses", "json", "inspect", "datetime", "threading",
+         "site", "functools", "collections", "types")  # fmt: skip
 
 
 def _fired(world: _World, event: str, **fields: Any) -> set[str]:
@@ -97,6 +100,9 @@ def test_a_quiet_read_and_an_inert_bash_call_import_none_of_the_costly_modules(
     assert post.isdisjoint(HEAVY), sorted(post.intersection(HEAVY))
     prompt = _fired(world, "UserPromptSubmit", prompt="go on")
     assert prompt.isdisjoint(HEAVY), sorted(prompt.intersection(HEAVY))
+    stop = _fired(world, "Stop", stop_hook_active=False)
+    assert "onstation.relief.hotpath" in stop
+    assert stop.isdisjoint(HEAVY), sorted(stop.intersection(HEAVY))
     # The status line (its compaction warning included) takes tiers by name too.
     python, *rest = world.program
     window = {"context_window_size": 200000, "used_percentage": 10.0}

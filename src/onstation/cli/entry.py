@@ -11,6 +11,12 @@ from __future__ import annotations
 
 import sys
 
+TYPE_CHECKING = False  # typing costs import time on every hook call
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+
 
 def main() -> None:
     """Hand the command to this user's daemon when one runs and serves it
@@ -26,15 +32,98 @@ def main() -> None:
 def main_without_site() -> None:
     """:func:`main` for a process started without the ``site`` module (``python -S``, as the
     installed hook commands start it: :mod:`onstation.cli.hook_launcher`): the daemon is
-    asked first, and only a command it does not take sets up ``site`` and runs here."""
+    asked first, and only a command it does not take runs here.
+
+    A hook, status-line or heartbeat call runs its fast path before ``site`` is set up: that
+    path imports only the standard library and onstation, which the launcher already made
+    importable, and ``site`` (the virtual environment, every distribution's ``.pth`` file)
+    costs every such process about a millisecond and a half. The first import that finds
+    nothing without it (the full path's third-party libraries) sets it up then
+    (:class:`SiteOnDemand`), exactly as a normal start would have. Every other command sets it
+    up first."""
     argv = sys.argv[1:]
     from onstation.cli.daemon_client import forward
 
     forward(argv)
-    import site
+    if argv[:1] in (["hook"], ["statusline"]) or argv[:2] == ["lease", "renew"]:
+        SITE_ON_DEMAND.install()
+        load_sqlite_without_functools()
+    else:
+        import site
 
-    site.main()
+        site.main()
     dispatch(argv)
+
+
+class SiteOnDemand:
+    """A finder consulted last, when no other finds a module: it runs ``site.main()`` once
+    (adding site-packages and running the ``.pth`` files, which may add finders of their
+    own), leaves ``sys.meta_path`` and asks every finder again. Anything a process needs from
+    an installed distribution is thus found as if ``site`` had run at start-up, and a process
+    that never needs one never pays for ``site``."""
+
+    def install(self) -> None:
+        """Put this finder last on ``sys.meta_path`` (once)."""
+        if self not in sys.meta_path:
+            sys.meta_path.append(self)
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        """Set up ``site``, then the first spec any finder now gives, or None."""
+        if self not in sys.meta_path:
+            return None
+        sys.meta_path.remove(self)
+        import site
+
+        site.main()
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            spec: ModuleSpec | None = None if find is None else find(fullname, path, target)
+            if spec is not None:
+                return spec
+        return None
+
+
+SITE_ON_DEMAND = SiteOnDemand()
+
+
+def load_sqlite_without_functools() -> None:
+    """Load ``_sqlite3`` (the C module the fast paths use) without importing ``functools``.
+
+    The module reads one thing from ``functools`` when it loads, ``lru_cache``, to build
+    each connection's statement cache; ``functools`` imports ``collections`` and more, about
+    3 ms of every hook process that needs neither. Here ``lru_cache`` is handed over from
+    ``_functools._lru_cache_wrapper``, the C cache ``functools.lru_cache`` itself wraps a
+    function in (identical caching; only its unused ``cache_info()`` answers a plain tuple),
+    through a stand-in ``functools`` that exists only while ``_sqlite3`` loads. Where
+    ``functools`` or ``_sqlite3`` is loaded already, or the C cache is missing, or the
+    module will not load so, it is left to a normal import.
+    """
+    if "_sqlite3" in sys.modules or "functools" in sys.modules:
+        return
+    try:
+        import _functools  # type: ignore[import-not-found]  # typeshed has no stub for it
+
+        c_cache = _functools._lru_cache_wrapper
+    except (ImportError, AttributeError):  # pragma: no cover - an interpreter without it
+        return
+
+    def lru_cache(maxsize: int | None = 128, typed: bool = False) -> object:
+        def decorating(function: object) -> object:
+            return c_cache(function, maxsize, typed, tuple)
+
+        return decorating
+
+    stand_in = type(sys)("functools")
+    stand_in.lru_cache = lru_cache  # type: ignore[attr-defined]
+    sys.modules["functools"] = stand_in
+    try:
+        import _sqlite3  # noqa: F401
+    except Exception:  # noqa: S110  # pragma: no cover - its first user loads it normally
+        pass
+    finally:
+        del sys.modules["functools"]
 
 
 def dispatch(argv: list[str]) -> None:

@@ -15,7 +15,7 @@ The arithmetic is :mod:`onstation.core.compaction`'s; this module only reads.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from _collections_abc import Mapping  # as collections.abc, without collections (hot path)
 
 from onstation.core.compaction import (
     claude_compaction_point,

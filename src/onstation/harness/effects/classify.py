@@ -9,7 +9,7 @@ patterns. A family module is imported the first time a call needs it.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from _collections_abc import Mapping  # as collections.abc, without collections (hot path)
 
 from onstation.core.lazyre import IGNORECASE, LazyPattern
 from onstation.harness.effects.context import (

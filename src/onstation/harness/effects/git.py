@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from _collections_abc import Mapping, Sequence  # as collections.abc, without collections (hot path)
 from typing import Any
 
 from onstation.harness.effects.context import (

@@ -7,7 +7,7 @@ The verbs in force and the tools always (or never) counted come from the
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from _collections_abc import Mapping  # as collections.abc, without collections (hot path)
 from typing import Any
 
 from onstation.harness.effects.context import EffectCall, _destination, _operation, _wordset

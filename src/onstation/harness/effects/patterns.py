@@ -8,7 +8,7 @@ builds one from the ``effects`` section of a config file and rejects bad config 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from _collections_abc import Mapping  # as collections.abc, without collections (hot path)
 
 from onstation.core.errors import BadInput
 from onstation.core.frozen import FrozenRecord

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from _collections_abc import Mapping  # as collections.abc, without collections (hot path)
 from typing import Any
 
 from onstation.harness.effects.context import (
