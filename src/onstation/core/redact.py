@@ -68,7 +68,7 @@ class _Rule:
     rules (:data:`_SUSPECT`), and compiling them all costs the hook fast path milliseconds.
     A plain class: dataclasses cost import time there too."""
 
-    __slots__ = ("_compiled", "_flags", "_source", "check", "kind")
+    __slots__ = ("_compiled", "_flags", "_source", "check", "folded", "kind", "needs")
 
     def __init__(
         self,
@@ -76,6 +76,8 @@ class _Rule:
         source: str,
         flags: int = 0,
         check: Callable[[re.Match[str], str], str | None] | None = None,
+        needs: tuple[str, ...] = (),
+        folded: bool = False,
     ) -> None:
         self.kind = kind
         self._source = source
@@ -83,6 +85,18 @@ class _Rule:
         self._compiled: re.Pattern[str] | None = None
         #: Optional second look at a match: the kind to record, or None to leave it alone.
         self.check = check
+        #: Literals one of which every match holds (in the lower-cased text when ``folded``,
+        #: the rule being case-insensitive): an ASCII text holding none is not searched
+        #: (issue 14). Asked of ASCII texts only, where re's case folding is ASCII's.
+        self.needs = needs
+        self.folded = folded
+
+    def cannot_match(self, text: str, lowered: str) -> bool:
+        """Whether the rule cannot match the ASCII ``text`` (``lowered``: it lower-cased)."""
+        if not self.needs:
+            return False
+        within = lowered if self.folded else text
+        return not any(word in within for word in self.needs)
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -110,8 +124,11 @@ def _assignment_kind(match: re.Match[str], value: str) -> str | None:
     return "secret-assignment"
 
 
-def _rule(kind: str, pattern: str, flags: int = 0, check: Any = None) -> _Rule:
-    return _Rule(kind, pattern, flags, check)
+def _rule(
+    kind: str, pattern: str, flags: int = 0, check: Any = None, *, needs: tuple[str, ...] = (),
+    folded: bool = False,
+) -> _Rule:  # fmt: skip
+    return _Rule(kind, pattern, flags, check, needs, folded)
 
 
 # Order matters: specific shapes first, so a token inside a URL or an assignment is recorded
@@ -123,32 +140,51 @@ _RULES: tuple[_Rule, ...] = (
         r"(?P<secret>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
         r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|.*))",
         re.DOTALL,
+        needs=("-----BEGIN ",),
     ),
     _rule(
-        "jwt", rf"{_B}(?P<secret>eyJ[A-Za-z0-9_-]{{8,}}\.eyJ[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]*)"
+        "jwt",
+        rf"{_B}(?P<secret>eyJ[A-Za-z0-9_-]{{8,}}\.eyJ[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]*)",
+        needs=("eyJ",),
     ),
     _rule(
         "github-token",
         rf"{_B}(?P<secret>gh[pousr]_[A-Za-z0-9]{{30,255}}|github_pat_[A-Za-z0-9_]{{22,255}}){_E}",
+        needs=("gh", "github_pat_"),
     ),
-    _rule("gitlab-token", rf"{_B}(?P<secret>glpat-[A-Za-z0-9_-]{{20,}}){_E_DASH}"),
-    _rule("slack-token", rf"{_B}(?P<secret>xox[abposre]-[A-Za-z0-9-]{{10,}}){_E_DASH}"),
+    _rule(
+        "gitlab-token", rf"{_B}(?P<secret>glpat-[A-Za-z0-9_-]{{20,}}){_E_DASH}", needs=("glpat-",)
+    ),
+    _rule(
+        "slack-token", rf"{_B}(?P<secret>xox[abposre]-[A-Za-z0-9-]{{10,}}){_E_DASH}", needs=("xox",)
+    ),
     _rule(
         "slack-webhook",
         r"https://hooks\.slack\.com/(?:services|workflows)/(?P<secret>[A-Za-z0-9/_-]{20,})",
+        needs=("https://hooks.slack.com/",),
     ),
-    _rule("anthropic-key", rf"{_B}(?P<secret>sk-ant-[A-Za-z0-9_-]{{20,}}){_E_DASH}"),
+    _rule(
+        "anthropic-key",
+        rf"{_B}(?P<secret>sk-ant-[A-Za-z0-9_-]{{20,}}){_E_DASH}",
+        needs=("sk-ant-",),
+    ),
     _rule(
         "openai-key",
         # A digit somewhere: a long hyphenated identifier after "sk-" is not a key.
         rf"{_B}(?P<secret>sk-(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{{20,}}){_E_DASH}",
+        needs=("sk-",),
     ),
-    _rule("stripe-key", rf"{_B}(?P<secret>(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{{16,}}){_E}"),
+    _rule(
+        "stripe-key",
+        rf"{_B}(?P<secret>(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{{16,}}){_E}",
+        needs=("_live_", "_test_"),
+    ),
     _rule(
         "aws-access-key-id",
         rf"{_B}(?P<secret>(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{{16}}){_E}",
+        needs=("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
     ),
-    _rule("google-api-key", rf"{_B}(?P<secret>AIza[0-9A-Za-z_-]{{35}}){_E_DASH}"),
+    _rule("google-api-key", rf"{_B}(?P<secret>AIza[0-9A-Za-z_-]{{35}}){_E_DASH}", needs=("AIza",)),
     _rule(
         "url-credentials",
         # The whole userinfo of http(s), whose user name is often the token itself
@@ -156,17 +192,21 @@ _RULES: tuple[_Rule, ...] = (
         # scheme (ssh://git:PASSWORD@host keeps its account name).
         r"(?i)\b(?:https?://(?P<user>[^\s/@\[\]]+)@"
         r"|[a-z][a-z0-9+.-]*://[^\s/@:\[\]]+:(?P<secret>[^\s/@\[\]]+)@)",
+        needs=("://",),
     ),
     _rule(
         "url-query-secret",
         r"(?i)[?&;](?:[a-z0-9_.-]*(?:token|secret|passw(?:or)?d|api[_-]?key|apikey|signature|"
         r"credential)[a-z0-9_.-]*|sig|key|auth|pwd|pass)=(?P<secret>[^&#\s\"'<>\[\]]+)",
+        needs=("=",),
     ),
     _rule(
         "bearer-token",
         r"(?i)(?:\bauthorization\s*[:=]\s*[\"']?(?:bearer|basic|token|bot)\s+"
         r"(?P<secret>[A-Za-z0-9._~+/=-]{8,})"
         r"|\bbearer\s+(?P<bare>[A-Za-z0-9._~+/-]{20,}=*))",
+        needs=("authorization", "bearer"),
+        folded=True,
     ),
     _rule(
         "secret-assignment",
@@ -179,6 +219,9 @@ _RULES: tuple[_Rule, ...] = (
         r"|(?P<bare>(?:(?!\[redacted: )[^\s\"'`,;\\])+))",
         0,
         _assignment_kind,
+        # Every word of _SENSITIVE_WORDS holds one of these.
+        needs=("pass", "pwd", "secret", "token", "key", "credential", "_pw"),
+        folded=True,
     ),
 )
 
@@ -258,15 +301,20 @@ def redact(text: str) -> Redaction:
 
     Invisible format characters are removed first: they would hide a secret from the rules
     and not from a reader (and they can reorder what a reader sees)."""
-    if type(text) is not str or len(text) > _MEMO_LENGTH:
-        out, kinds = _redact(text)
-        return Redaction(out, dict(kinds))
+    out, kinds = _redact(text) if type(text) is not str else _remembered(text)
+    return Redaction(out, dict(kinds))
+
+
+def _remembered(text: str) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """:func:`_redact` of an exact ``str``, from :data:`_MEMO` when it is short."""
+    if len(text) > _MEMO_LENGTH:
+        return _redact(text)
     known = _MEMO.get(text)
     if known is None:
         if len(_MEMO) >= _MEMO_ENTRIES:
             _MEMO.clear()  # bounded; the next texts fill it again
         known = _MEMO[text] = _redact(text)
-    return Redaction(known[0], dict(known[1]))
+    return known
 
 
 def _redact(text: str) -> tuple[str, tuple[tuple[str, int], ...]]:
@@ -274,8 +322,16 @@ def _redact(text: str) -> tuple[str, tuple[tuple[str, int], ...]]:
     text = _INVISIBLE.sub("", text)
     if not _SUSPECT.search(text):
         return text, ()
+    # Each rule is asked of the text the rules before it left (their markers included).
+    ascii_text = text.isascii()  # stays so: a marker is ASCII
+    lowered = text.lower() if ascii_text else ""
     for rule in _RULES:
-        text = _apply(rule, text, counts)
+        if ascii_text and rule.cannot_match(text, lowered):
+            continue
+        done = _apply(rule, text, counts)
+        if done is not text:
+            text = done
+            lowered = text.lower() if ascii_text else ""
     return text, tuple(sorted(counts.items()))
 
 
@@ -313,6 +369,16 @@ def redact_tree(value: Any, *, skip: frozenset[str] = frozenset()) -> tuple[Any,
     counts: Counter[str] = Counter()
 
     def walk(node: Any) -> Any:
+        # Exact types first, without a Redaction each (issue 14: a capsule's parts are
+        # thousands of short texts); subclasses take the general way below.
+        kind = type(node)
+        if kind is str:
+            text, kinds = _remembered(node)
+            for name, count in kinds:
+                counts[name] += count
+            return text
+        if kind is dict and not skip:
+            return {k: walk(v) for k, v in node.items()}
         if isinstance(node, str):
             done = redact(node)
             counts.update(done.kinds)
