@@ -180,7 +180,9 @@ def _top_level(raw: bytes, keys: tuple[str, ...]) -> dict[str, str]:
     return found
 
 
-def _open(payload: dict[str, Any], db: str | None) -> tuple[Any, Any]:
+def _open(payload: dict[str, Any], db: str | None, handed: Any = None) -> tuple[Any, Any]:
+    """The ledger and the workspace configuration; ``handed``: the declined fast path's
+    open connection, which the ledger is opened on when it is to the same file."""
     from onstation.harness.config import load_config
     from onstation.ledger import Ledger
 
@@ -188,6 +190,12 @@ def _open(payload: dict[str, Any], db: str | None) -> tuple[Any, Any]:
     cwd = given if isinstance(given, str) and os.path.isdir(given) else os.getcwd()
     config = load_config(cwd)
     url = db or config.db or os.environ.get("ONSTATION_DB") or None
+    if handed is not None:
+        from onstation.ledger.fastpath import handed_ledger
+
+        ledger = handed_ledger(handed, url)
+        if ledger is not None:
+            return ledger, config
     return Ledger.open(url), config
 
 
@@ -374,7 +382,7 @@ def _run(
     try:
         from onstation.relief.hooks import HookRunner
 
-        ledger, config = _open(payload, db)
+        ledger, config = _open(payload, db, kept[0] if kept else None)
         try:
             runner = HookRunner(ledger, harness, config)
             runner.deadline = deadline

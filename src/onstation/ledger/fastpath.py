@@ -48,6 +48,52 @@ def settle_wal(conn: Any, path: str) -> None:
         pass  # busy, or anything else: nothing is lost, a later call checkpoints
 
 
+def handed_ledger(conn: Any, url: str | None) -> Any:
+    """The ledger ``url`` names, opened on ``conn``, the fast path's open connection, when
+    that is a connection to the same file; None otherwise (the caller opens its own).
+
+    A call the fast path declines goes to the full path, which opened a second connection
+    to the same file: SQLite's set-up again and the whole schema parsed again (about a
+    millisecond, on the call's clock). Handed over, the connection gets every setting and
+    check the backend gives its own (the backend's set-up runs as written, only its
+    ``connect`` answers with this connection): ``synchronous=FULL`` among them, so the full
+    path's writes are as durable as ever.
+    """
+    import sqlite3  # the module the SQLite backend connects through
+
+    from onstation.core.errors import BadInput
+    from onstation.ledger.ledger import Ledger
+    from onstation.ledger.urls import sqlite_file
+
+    try:
+        target = sqlite_file(url)
+        opened = conn.execute("PRAGMA database_list").fetchone()
+        if target is None or opened is None or not opened[2]:
+            return None
+        wanted = os.stat(os.path.expanduser(target))
+        had = os.stat(opened[2])
+    except (BadInput, OSError, sqlite3.Error):
+        return None
+    if (wanted.st_dev, wanted.st_ino) != (had.st_dev, had.st_ino):
+        return None
+    connect = sqlite3.connect
+
+    def handed(database: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            found = os.stat(database)
+        except (OSError, TypeError, ValueError):
+            found = None
+        if found is not None and (found.st_dev, found.st_ino) == (had.st_dev, had.st_ino):
+            return conn
+        return connect(database, *args, **kwargs)
+
+    setattr(sqlite3, "connect", handed)  # noqa: B010 - mypy: a module's function
+    try:
+        return Ledger.open(url)
+    finally:
+        setattr(sqlite3, "connect", connect)  # noqa: B010
+
+
 #: The workspace bindings among a list of candidate paths (``{marks}``: one ``?`` each).
 WORKSPACE_BINDINGS = "SELECT path, node FROM workspace_binding WHERE path IN ({marks})"
 

@@ -24,9 +24,10 @@ a fail-open note: a hook never breaks the agent.
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from onstation.core.errors import OnstationError
+from onstation.core.errors import Conflict, OnstationError
 from onstation.harness.adapters import HOOK_HARNESSES, HookCall, adapter
 from onstation.harness.config import WorkspaceConfig
 from onstation.ledger import Ledger
@@ -65,6 +66,12 @@ _CONTINUING_END_REASONS = ("clear", "resume")
 #: Renew a body's lease when less than this much of it is left (not on every call).
 RENEW_WHEN_LEFT = SESSION_LEASE_TTL / 2
 
+#: How often a transaction of several writes is run again after a retryable conflict (as the
+#: ledger runs a single write again).
+_RETRIES = 10
+
+T = TypeVar("T")
+
 
 class HookRunner(EffectHooks):
     """Answers hook events for one harness over one ledger (the effect-journaling events:
@@ -96,23 +103,30 @@ class HookRunner(EffectHooks):
         node = found[0] if found else self.config.node
         if node is None:
             return self._no_decision(event, HookAnswer())
-        admission = self.records.admit_session(
-            session_id, harness=self.harness, node=node,
-            workspace=found[1] if found else workspace,
-            host=self._host_process, source=call.source if event == "SessionStart" else None,
-            host_gone=_host_gone, launched_by=_launched_by,
-        )  # fmt: skip
-        if admission.admitted:
-            self._renew_if_due(admission.session)
-            path = call.transcript_path
-            if (
-                path
-                and path != admission.session.transcript_path
-                and event in ("SessionStart", "UserPromptSubmit", "PostToolUse")
-            ):
-                self.records.set_transcript(session_id, os.path.expanduser(path))
-            if not admission.fenced:
-                self._settle_unanswered(admission.session, call)
+
+        def judge() -> Admission:
+            admission = self.records.admit_session(
+                session_id, harness=self.harness, node=node,
+                workspace=found[1] if found else workspace,
+                host=self._host_process, source=call.source if event == "SessionStart" else None,
+                host_gone=_host_gone, launched_by=_launched_by,
+            )  # fmt: skip
+            if admission.admitted:
+                self._renew_if_due(admission.session)
+                path = call.transcript_path
+                if (
+                    path
+                    and path != admission.session.transcript_path
+                    and event in ("SessionStart", "UserPromptSubmit", "PostToolUse")
+                ):
+                    self.records.set_transcript(session_id, os.path.expanduser(path))
+            return admission
+
+        # The admission, its lease's renewal and the transcript's path commit together: a
+        # session's first start wrote them in two synchronous commits.
+        admission = self.together(judge)
+        if admission.admitted and not admission.fenced:
+            self._settle_unanswered(admission.session, call)
         method = _HANDLERS.get(event)
         handler = getattr(self, method) if method is not None else None
         answer = handler(admission, call) if handler is not None else HookAnswer()
@@ -120,6 +134,24 @@ class HookRunner(EffectHooks):
         if admission.fenced:  # stopped, not only told: continue false where the host has it
             self._stopped(event, answer, admission.session)
         return answer
+
+    def together(self, work: Callable[[], T]) -> T:
+        """Run ``work``, whose ledger writes then commit as one transaction: one commit (one
+        synchronous=FULL sync on SQLite) instead of one each, and all of them or none.
+
+        A concurrent-writer conflict the backend calls retryable (PostgreSQL's serialization
+        failures) runs ``work`` again, as a single write would be run again."""
+        attempt = 0
+        while True:
+            try:
+                with self.ledger.transaction():
+                    return work()
+            except Conflict as exc:
+                backend, cause = self.ledger.backend, exc.__cause__
+                if attempt >= _RETRIES or cause is None or not backend.is_retryable(cause):
+                    raise
+                attempt += 1
+                backend.retry_pause(attempt)
 
     def _stopped(self, event: str, answer: HookAnswer, session: BodySession) -> None:
         current = self.ledger.get_node(session.node).generation
@@ -297,18 +329,25 @@ class HookRunner(EffectHooks):
         reading, new_cursor = self.adapter.read_fill(
             path, cursor, model=call.model, declared_window=session.context_window
         )
-        self.records.set_cursor(session.session_id, new_cursor.to_json())
-        declared = new_cursor.usage_window  # Codex: the rollout's model_context_window
-        if declared and declared != session.context_window:
-            self.records.set_context_window(session.session_id, declared)
-        if compaction_seen(cursor, new_cursor):
-            self.records.start_epoch(session, signal=f"{self.harness} transcript")
-        rejected = rejection_seen(cursor, new_cursor)
-        if rejected is not None:
-            self.records.record_hull_notice(session, kind="rejected", detail=rejected,
-                                            source=self.harness)  # fmt: skip
-        if reading is not None:
-            self.observe_fill(session, reading)
+
+        def record() -> None:
+            self.records.set_cursor(session.session_id, new_cursor.to_json())
+            declared = new_cursor.usage_window  # Codex: the rollout's model_context_window
+            if declared and declared != session.context_window:
+                self.records.set_context_window(session.session_id, declared)
+            if compaction_seen(cursor, new_cursor):
+                self.records.start_epoch(session, signal=f"{self.harness} transcript")
+            rejected = rejection_seen(cursor, new_cursor)
+            if rejected is not None:
+                self.records.record_hull_notice(session, kind="rejected", detail=rejected,
+                                                source=self.harness)  # fmt: skip
+            if reading is not None:
+                self.observe_fill(session, reading)
+
+        # What one reading found (the cursor, the window, an epoch, the fill and its tier) is
+        # one commit: a first reading made three synchronous ones. The transcript was read
+        # before, outside the write lock.
+        self.together(record)
 
     def on_post_compact(self, admission: Admission, call: HookCall) -> HookAnswer:
         """The host compacted the body's context: a new context epoch."""
