@@ -2,9 +2,9 @@
 ``_sqlite3`` without ``functools``.
 
 The installed hook, status-line and heartbeat commands start Python with ``-S``. A fast path
-answers with the standard library and onstation alone, so ``site`` is set up only when the
-first import finds nothing without it (cli/entry.py ``SiteOnDemand``); the full path then
-imports its installed distributions as a normal start would. ``_sqlite3`` is loaded with a
+answers with the standard library and onstation alone, so ``site`` is set up only just
+before the first import of anything else (cli/entry.py ``SiteOnDemand``); the full path then
+imports its installed distributions as after a normal start. ``_sqlite3`` is loaded with a
 stand-in ``functools`` that hands it the C ``lru_cache``. Which modules load, never how
 long they take.
 """
@@ -70,8 +70,8 @@ def test_the_full_path_gets_site_when_it_needs_an_installed_distribution(tmp_pat
     assert {"site", "click"} <= loaded
 
 
-def _child(code: str) -> str:
-    env = {"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"}
+def _child(code: str, *path: str) -> str:
+    env = {"PYTHONPATH": ":".join((SRC, *path)), "PATH": "/usr/bin:/bin"}
     done = subprocess.run([PYTHON, "-S", "-c", code], capture_output=True, text=True,
                           timeout=60, env=env, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -94,13 +94,31 @@ def test_a_module_found_only_in_site_packages_is_found_once_site_is_set_up() -> 
     assert out == "missing click"
 
 
-def test_without_a_missing_import_site_is_never_set_up() -> None:
+def test_site_is_set_up_before_any_third_party_import_even_one_found_without_it(
+    tmp_path: Path,
+) -> None:
+    # A distribution beside onstation (as in a non-editable install, where the launcher's
+    # directory is site-packages itself) is found without site; site is set up before it
+    # all the same, so its .pth files have run as after a normal start.
+    (tmp_path / "beside.py").write_text("import sys\nSITE = 'site' in sys.modules\n")
     out = _child(
         "import sys\n"
         "from onstation.cli.entry import SITE_ON_DEMAND\n"
         "SITE_ON_DEMAND.install()\n"
-        "import json, sqlite3\n"  # the standard library: found without site
-        "print('site' in sys.modules, SITE_ON_DEMAND in sys.meta_path)\n"
+        "import beside\n"
+        "print(beside.SITE, SITE_ON_DEMAND in sys.meta_path)\n",
+        str(tmp_path),
+    )
+    assert out == "True False"
+
+
+def test_standard_library_and_onstation_imports_never_set_up_site() -> None:
+    out = _child(
+        "import sys\n"
+        "from onstation.cli.entry import SITE_ON_DEMAND\n"
+        "SITE_ON_DEMAND.install()\n"
+        "import json, sqlite3, email.message, onstation.core.hull\n"
+        "print('site' in sys.modules, sys.meta_path[0] is SITE_ON_DEMAND)\n"
     )
     assert out == "False True"
 

@@ -37,9 +37,9 @@ def main_without_site() -> None:
     A hook, status-line or heartbeat call runs its fast path before ``site`` is set up: that
     path imports only the standard library and onstation, which the launcher already made
     importable, and ``site`` (the virtual environment, every distribution's ``.pth`` file)
-    costs every such process about a millisecond and a half. The first import that finds
-    nothing without it (the full path's third-party libraries) sets it up then
-    (:class:`SiteOnDemand`), exactly as a normal start would have. Every other command sets it
+    costs every such process about a millisecond and a half. It is set up just before the
+    first import of anything else (the full path's third-party libraries,
+    :class:`SiteOnDemand`), as a normal start would have had it. Every other command sets it
     up first."""
     argv = sys.argv[1:]
     from onstation.cli.daemon_client import forward
@@ -56,32 +56,30 @@ def main_without_site() -> None:
 
 
 class SiteOnDemand:
-    """A finder consulted last, when no other finds a module: it runs ``site.main()`` once
-    (adding site-packages and running the ``.pth`` files, which may add finders of their
-    own), leaves ``sys.meta_path`` and asks every finder again. Anything a process needs from
-    an installed distribution is thus found as if ``site`` had run at start-up, and a process
-    that never needs one never pays for ``site``."""
+    """A finder consulted first that sets up ``site`` just before the first import of a
+    top-level module outside the standard library and onstation (click, cryptography,
+    jsonschema-rs: what only the full path needs), then leaves ``sys.meta_path`` and lets
+    the import go on, now over the search path and finders (``.pth`` files may add some)
+    that ``site.main()`` set up. Every third-party module is thus found as after a normal
+    start, and a process that imports none never pays for ``site``."""
 
     def install(self) -> None:
-        """Put this finder last on ``sys.meta_path`` (once)."""
+        """Put this finder first on ``sys.meta_path`` (once)."""
         if self not in sys.meta_path:
-            sys.meta_path.append(self)
+            sys.meta_path.insert(0, self)
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        """Set up ``site``, then the first spec any finder now gives, or None."""
-        if self not in sys.meta_path:
-            return None
-        sys.meta_path.remove(self)
-        import site
+        """Set up ``site`` before the first import that may need it; always None (the
+        import goes on to the other finders)."""
+        if path is not None or fullname in sys.stdlib_module_names or fullname == "onstation":
+            return None  # a submodule (its package came first), or found without site
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+            import site
 
-        site.main()
-        for finder in list(sys.meta_path):
-            find = getattr(finder, "find_spec", None)
-            spec: ModuleSpec | None = None if find is None else find(fullname, path, target)
-            if spec is not None:
-                return spec
+            site.main()
         return None
 
 
