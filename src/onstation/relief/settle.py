@@ -304,14 +304,18 @@ class LaunchAndSettle:
                 self.relief.set_launch_witness(self.node, generation, launched.to_json())
         missing = "no heartbeat in time"
         for _ in self._wait("the successor's challenge echo", self.opts.challenge_wait):
-            birth = self.relief.birth(self.node, generation)
-            assert birth is not None
+            # The birth and, once answered, its lease as of one moment (one read transaction
+            # per poll instead of two: issue 14).
+            with self.ledger.reading():
+                birth = self.relief.birth(self.node, generation)
+                assert birth is not None
+                lease = (None if birth.answered_at is None
+                         else self.ledger.lease(self.node, generation))  # fmt: skip
             if body is None and birth.launch_witness is not None and launched is None:
                 launched = witnesses.ProcessWitness.from_json(birth.launch_witness)
                 self.say(f"a session took the lease (pid {launched.pid}); waiting for its echo")
             root = launched.pid if launched is not None else None
             if birth.answered_at is not None and launched is not None:
-                lease = self.ledger.lease(self.node, generation)
                 assert lease is not None  # handed over before the launch
                 heartbeat = lease.renewed_at > lease.acquired_at
                 check = witnesses.check(launched)
