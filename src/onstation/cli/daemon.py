@@ -48,11 +48,14 @@ from onstation.cli import daemon_client as client
 from onstation.cli import daemon_pages
 from onstation.cli.daemon_watch import PackageWatch
 from onstation.core.errors import BadInput, Conflict, OnstationError
+from onstation.ledger import fastpath
 
 #: The largest request frame accepted (argument vector and environment).
 MAX_FRAME = 4 * 1024 * 1024
 #: Seconds the daemon waits for a client's frame and go-ahead before dropping it.
 CLIENT_TIMEOUT = 2.0
+#: How often (ms) a spare holding a ledger opened ahead looks whether it was deleted or replaced.
+AHEAD_CHECK_MS = 1000
 #: Packages never imported by the warm-up: the console (onstation serve runs in its own
 #: process) and what only tests and the simulator use.
 NOT_PRELOADED = ("onstation.api", "onstation.testing", "onstation.sim")
@@ -237,6 +240,8 @@ class Daemon:
         self.served = 0
         #: The pages the latest call dirtied, for the next spare to copy while it waits.
         self.hot: list[tuple[int, int]] = []
+        #: The ledger the latest call had open, for the next spare to open while it waits.
+        self.ahead: str | None = None
         self.spares = 0
         self.started = time.time()
         self.stopping = False
@@ -371,13 +376,15 @@ class Daemon:
             call.conn.close()
 
     def _learn(self, channel: socket.socket) -> None:
-        """Keep the set of pages an ended child said it dirtied (:mod:`daemon_pages`)."""
+        """Keep the set of pages an ended child said it dirtied, and the ledger it had open
+        (:mod:`daemon_pages`)."""
         data = b""
         with contextlib.suppress(OSError):  # the end of what it sent, or nothing
             while chunk := channel.recv(65536):
                 data += chunk
-        if data:
-            self.hot = daemon_pages.decode(data)
+        ledger, runs = daemon_pages.read_report(data)
+        self.hot = self.hot if runs is None else runs
+        self.ahead = ledger or self.ahead
 
     def _count(self, call: _Call) -> None:
         """Count a call as served once its child has the go-ahead."""
@@ -479,6 +486,7 @@ class Daemon:
         if self.spare is None:
             self._refill()
         assert self.spare is not None
+        self.ahead = daemon_pages.named_ledger(fields[5 + argc :]) or self.ahead  # a guess
         child, channel = self.spare
         conn.sendall(b"ok %d\n" % child)
         # The child gets the connection too: it waits there for the client's go-ahead (a
@@ -542,13 +550,17 @@ class Daemon:
             keep = channel.fileno()
             os.closerange(3, keep)
             os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))
-            # While no call has come, copy the pages the last call dirtied (a chunk at a
-            # time: a call that arrives stops it).
+            # While no call has come: open the last call's ledger (docs/daemon.md), then copy
+            # the pages it dirtied (a chunk at a time: a call that arrives stops it).
+            ahead = self.ahead is not None and fastpath.open_ahead(self.ahead)
             prefault = daemon_pages.Prefault([] if learn else self.hot)
             poller = select.poll()
             poller.register(keep, select.POLLIN)
             while not prefault.done and not poller.poll(0):
                 prefault.step()
+            while not poller.poll(AHEAD_CHECK_MS if ahead else -1):
+                if fastpath.ahead_stale():
+                    os._exit(0)  # its ledger was deleted or replaced: not kept alive here
             got, fds = _read_frame(channel)
         except BaseException:
             os._exit(0)
@@ -730,7 +742,7 @@ def _report_on_exit(
             pass
         with contextlib.suppress(OSError):  # never waits: what does not fit is not sent
             channel.setblocking(False)
-            channel.send(daemon_pages.dirtied() if learn else b"")
+            channel.send(daemon_pages.report(learn))
         real_exit(status)
 
     os._exit = finish  # this process only: it ends the way the command chose, reported

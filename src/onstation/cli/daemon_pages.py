@@ -13,6 +13,9 @@ writable); only ranges the spare itself holds as private writable memory are tou
 the kernel lacks the call, or ``/proc`` cannot be read, nothing is done and calls are as fast
 as before. The copies cost the same CPU as the faults they replace, moved off the caller's
 clock.
+
+The same report names the ledger the call had open, and the next spare opens it while it
+waits (``ledger.fastpath.open_ahead``; docs/daemon.md, "The ledger opened ahead").
 """
 
 from __future__ import annotations
@@ -80,6 +83,45 @@ def dirtied() -> bytes:
     finally:
         os.close(fd)
     return runs.tobytes()
+
+
+def report(learn: bool) -> bytes:
+    """What an ended child tells the daemon: the ledger it had open (the next spare opens it
+    ahead: ``ledger.fastpath.open_ahead``) and, when ``learn``, the pages it dirtied."""
+    from onstation.ledger.fastpath import open_ledger_of
+
+    ledger = os.fsencode(open_ledger_of() or "")
+    ledger = ledger if len(ledger) < 4096 else b""
+    return len(ledger).to_bytes(2, "big") + ledger + (dirtied() if learn else b"")
+
+
+def named_ledger(items: list[bytes]) -> str | None:
+    """The SQLite ledger a caller's environment (``NAME=VALUE`` items) names
+    (``ONSTATION_DB``, else the default file under ``XDG_STATE_HOME`` or ``HOME``) when it is
+    an absolute path to an existing file: the next spare's guess, known at the hand-over (a
+    child's report, which names what it had open, comes only after its call)."""
+    environ = dict(item.split(b"=", 1) for item in items if b"=" in item)
+    given = os.fsdecode(environ.get(b"ONSTATION_DB", b""))
+    if given.lower().startswith("sqlite:"):
+        given = given[len("sqlite:") :].removeprefix("//")
+    if not given:
+        base = os.fsdecode(environ.get(b"XDG_STATE_HOME", b""))
+        home = os.fsdecode(environ.get(b"HOME", b""))
+        base = base or (os.path.join(home, ".local", "state") if home else "")
+        given = os.path.join(base, "onstation", "ledger.db") if base else ""
+    if "://" in given or not os.path.isabs(given) or not os.path.isfile(given):
+        return None
+    return given
+
+
+def read_report(data: bytes) -> tuple[str | None, list[tuple[int, int]] | None]:
+    """(the ledger, the pages' runs) of :func:`report`'s bytes; None for what it left out."""
+    size = int.from_bytes(data[:2], "big")
+    if len(data) < 2 + size:
+        return None, None
+    ledger = os.fsdecode(data[2 : 2 + size]) or None
+    rest = data[2 + size :]
+    return ledger, decode(rest) if rest else None
 
 
 def decode(data: bytes) -> list[tuple[int, int]]:

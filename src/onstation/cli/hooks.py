@@ -190,6 +190,14 @@ def _open(payload: dict[str, Any], db: str | None, handed: Any = None) -> tuple[
     cwd = given if isinstance(given, str) and os.path.isdir(given) else os.getcwd()
     config = load_config(cwd)
     url = db or config.db or os.environ.get("ONSTATION_DB") or None
+    if handed is None:  # a daemon's spare may have opened this very ledger ahead
+        from onstation.relief.hotpath import _sqlite_path
+
+        path = _sqlite_path(url)
+        if path is not None:
+            from onstation.ledger.fastpath import take_ahead
+
+            handed = take_ahead(path)
     if handed is not None:
         from onstation.ledger.fastpath import handed_ledger
 

@@ -48,6 +48,97 @@ def settle_wal(conn: Any, path: str) -> None:
         pass  # busy, or anything else: nothing is lost, a later call checkpoints
 
 
+#: The connection a daemon's spare opened ahead of its call (cli/daemon.py): ledger path ->
+#: (connection, the file's (device, inode) when it was opened). A process-wide resource,
+#: like the sqlite module's own state: empty in every process but a daemon's spare (and
+#: the call the spare becomes), and never carried across a fork (the spare opens it after
+#: its own fork).
+_AHEAD: dict[str, tuple[Any, tuple[int, int]]] = {}
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def open_ahead(path: str) -> bool:
+    """Open the ledger at ``path`` for the call to come (a daemon's spare, while it waits):
+    connected, in WAL mode, its schema read, as :func:`onstation.relief.hotpath.open_wal`
+    opens it. Never creates a file; whether it was opened."""
+    import _sqlite3
+
+    identity = _identity(path)
+    if identity is None or path in _AHEAD:
+        return False
+    quoted = path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    try:
+        conn = _sqlite3.connect(f"file:{quoted}?mode=rw", uri=True, isolation_level=None,
+                                timeout=30)  # fmt: skip
+    except _sqlite3.Error:
+        return False
+    try:
+        conn.execute("PRAGMA busy_timeout = 30000")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    except _sqlite3.Error:
+        wal = False
+    if not wal:
+        conn.close()  # not in WAL mode: no WAL its close could delete, nothing to hold
+        return False
+    if _identity(path) != identity:
+        # Replaced while it was opened: left open, never closed (a close may checkpoint,
+        # and delete the WAL by its name, which is now the new file's).
+        return False
+    _AHEAD[path] = (conn, identity)
+    return True
+
+
+def take_ahead(path: str) -> Any:
+    """The connection opened ahead for the ledger file at ``path`` (once), or None: none
+    was, or the file there is no longer the one it opened (deleted, replaced). A connection not
+    taken stays open until the process ends: closing the last connection to a file that
+    was replaced would delete the new file's WAL, which has the same name."""
+    wanted = _identity(path) if _AHEAD else None  # one stat, and only in a spare's call
+    for opened, (conn, identity) in list(_AHEAD.items()):
+        # The same file by identity (the path named may differ: relative, a symlinked
+        # directory), still the file at the path it was opened by.
+        if wanted == identity and _identity(opened) == identity:
+            del _AHEAD[opened]
+            return conn
+    return None
+
+
+def ahead_stale() -> bool:
+    """Whether a ledger opened ahead is no longer the file at its path (deleted, replaced):
+    the spare holding it then ends, so that it keeps no deleted ledger alive."""
+    return any(_identity(path) != identity for path, (_conn, identity) in _AHEAD.items())
+
+
+def open_ledger_of(pid_fds: str = "/proc/self/fd") -> str | None:
+    """The SQLite ledger this process has open in WAL mode (the file beside its ``-wal``)
+    and used (not one opened ahead and left untaken), or None: what a daemon's child
+    reports, for the next spare to open ahead."""
+    try:
+        names = os.listdir(pid_fds)
+    except OSError:
+        return None
+    untaken = {identity for _conn, identity in _AHEAD.values()}
+    for name in names:
+        try:
+            target = os.readlink(os.path.join(pid_fds, name))
+        except OSError:
+            continue
+        if target.endswith("-wal") and target.startswith("/"):
+            ledger = target[:-4]
+            identity = _identity(ledger)
+            if identity is not None and identity not in untaken and os.path.isfile(ledger):
+                return ledger
+    return None
+
+
 def handed_ledger(conn: Any, url: str | None) -> Any:
     """The ledger ``url`` names, opened on ``conn``, the fast path's open connection, when
     that is a connection to the same file; None otherwise (the caller opens its own).

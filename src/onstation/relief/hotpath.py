@@ -231,11 +231,17 @@ def open_wal(path: str) -> Any:
     """A connection to the SQLite ledger at ``path`` for the fast path's one transaction, or
     None when it is not in WAL mode (or cannot be opened): then the full path decides.
 
+    A daemon's spare may have opened it ahead, with the same settings (``ledger.fastpath``
+    ``open_ahead``): that connection is taken instead of a new one.
+
     ``synchronous=NORMAL``: in WAL mode a commit survives any process crash; only a power
     loss can take back the commits since the last checkpoint. Every write taken here is one a
     later call rewrites or can do without (docs/decisions.md); fences and effect transitions
     are the full path's, at FULL.
     """
+    conn = queries.take_ahead(path)  # opened by a daemon's spare while it waited
+    if conn is not None:
+        return conn
     try:
         conn = sqlite3.connect(path, isolation_level=None, timeout=30)
     except sqlite3.Error:

@@ -1,0 +1,173 @@
+"""The ledger a daemon's spare opens ahead of its call (ledger/fastpath.py ``open_ahead``,
+cli/daemon.py): taken only for the very file, never creating one, never keeping a deleted or
+replaced ledger alive; and, through a real daemon, held by the waiting spare."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from onstation.cli import daemon_pages
+from onstation.ledger import fastpath
+
+
+@pytest.fixture(autouse=True)
+def _nothing_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fastpath, "_AHEAD", {})
+
+
+def _wal_ledger(path: Path) -> str:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = wal")
+    conn.execute("CREATE TABLE t (x)")
+    conn.close()
+    return str(path)
+
+
+def test_a_ledger_opened_ahead_is_taken_once_for_the_same_file(tmp_path: Path) -> None:
+    db = _wal_ledger(tmp_path / "ledger.db")
+    assert fastpath.open_ahead(db)
+    other = _wal_ledger(tmp_path / "other.db")
+    assert fastpath.take_ahead(other) is None  # another file
+    os.symlink(tmp_path, tmp_path / "via")
+    conn = fastpath.take_ahead(str(tmp_path / "via" / "ledger.db"))  # the same file
+    assert conn is not None
+    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL, as open_wal's
+    assert fastpath.take_ahead(db) is None  # once
+    conn.close()
+
+
+def test_open_ahead_never_creates_a_ledger_and_skips_one_not_in_wal_mode(tmp_path: Path) -> None:
+    assert not fastpath.open_ahead(str(tmp_path / "absent.db"))
+    assert not (tmp_path / "absent.db").exists()
+    plain = tmp_path / "plain.db"
+    sqlite3.connect(plain).execute("CREATE TABLE t (x)").connection.close()
+    assert not fastpath.open_ahead(str(plain))
+    assert fastpath.take_ahead(str(plain)) is None
+
+
+def test_a_replaced_or_deleted_ledger_is_not_taken_and_is_stale(tmp_path: Path) -> None:
+    db = _wal_ledger(tmp_path / "ledger.db")
+    assert fastpath.open_ahead(db)
+    assert not fastpath.ahead_stale()
+    os.rename(db, tmp_path / "old.db")
+    _wal_ledger(tmp_path / "ledger.db")  # another file at the same path
+    assert fastpath.ahead_stale()
+    assert fastpath.take_ahead(db) is None
+
+
+REPORTED = """
+import sqlite3, sys
+from onstation.cli import daemon_pages
+from onstation.ledger import fastpath
+used, untaken = sys.argv[1:3]
+assert fastpath.open_ahead(untaken)
+assert fastpath.open_ledger_of() is None
+conn = sqlite3.connect(used, isolation_level=None)
+conn.execute("SELECT * FROM t").fetchall()  # a WAL-mode connection has its -wal open
+assert fastpath.open_ledger_of() == used
+assert daemon_pages.read_report(daemon_pages.report(learn=False)) == (used, None)
+"""
+
+
+def test_the_ledger_reported_is_the_one_used_not_one_left_untaken(tmp_path: Path) -> None:
+    used = _wal_ledger(tmp_path / "used.db")
+    untaken = _wal_ledger(tmp_path / "untaken.db")
+    # In a process of its own: this one holds the other tests' connections.
+    subprocess.run([sys.executable, "-c", REPORTED, used, untaken], check=True)
+
+
+def test_the_ledger_a_callers_environment_names(tmp_path: Path) -> None:
+    db = _wal_ledger(tmp_path / "ledger.db")
+    state = tmp_path / "state" / "onstation"
+    state.mkdir(parents=True)
+    default = _wal_ledger(state / "ledger.db")
+    named = daemon_pages.named_ledger
+    assert named([b"ONSTATION_DB=" + os.fsencode(db), b"HOME=/nowhere"]) == db
+    assert named([b"ONSTATION_DB=sqlite://" + os.fsencode(db)]) == db
+    assert named([b"XDG_STATE_HOME=" + os.fsencode(tmp_path / "state")]) == default
+    assert named([b"ONSTATION_DB=relative.db"]) is None
+    assert named([b"ONSTATION_DB=postgresql://u@h/d"]) is None
+    assert named([b"ONSTATION_DB=" + os.fsencode(tmp_path / "absent.db")]) is None
+
+
+# -- through a real daemon ----------------------------------------------------------------
+
+
+def _onstation() -> str:
+    return str(Path(sys.executable).with_name("onstation"))
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[dict[str, str]]:
+    directory = tempfile.mkdtemp(prefix="osa-")  # a short socket path
+    os.chmod(directory, 0o700)
+    env = {k: v for k, v in os.environ.items() if k != "ONSTATION_DAEMON"}
+    env["ONSTATION_DAEMON_SOCKET"] = os.path.join(directory, "d.sock")
+    env["ONSTATION_DB"] = str(tmp_path / "ledger.db")
+    started = subprocess.run([_onstation(), "daemon", "start", "--json"], env=env,
+                             capture_output=True, text=True, check=True)  # fmt: skip
+    env["_PID"] = str(json.loads(started.stdout)["pid"])
+    try:
+        yield env
+    finally:
+        subprocess.run([_onstation(), "daemon", "stop"], env=env, capture_output=True,
+                       check=False)  # fmt: skip
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _held(daemon_pid: str) -> list[str]:
+    """The files the daemon's children hold open."""
+    held: list[str] = []
+    try:
+        children = Path(f"/proc/{daemon_pid}/task/{daemon_pid}/children").read_text().split()
+    except OSError:
+        return held
+    for child in children:
+        try:
+            fds = os.listdir(f"/proc/{child}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                held.append(os.readlink(f"/proc/{child}/fd/{fd}"))
+            except OSError:
+                continue
+    return held
+
+
+def _wait(predicate: Any, what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
+def test_the_spare_holds_the_ledger_and_lets_a_deleted_one_go(served: dict[str, str]) -> None:
+    db = served["ONSTATION_DB"]
+    run = [_onstation(), "node", "register"]
+    subprocess.run([*run, "a"], env=served, check=True, capture_output=True)
+    subprocess.run([*run, "b"], env=served, check=True, capture_output=True)
+    # The spare waiting now opened the ledger the last calls' environment names: a command
+    # that closes its own connection then leaves the WAL (it is not the last connection).
+    _wait(lambda: db in _held(served["_PID"]), "the spare to open the ledger ahead")
+    subprocess.run([*run, "c"], env=served, check=True, capture_output=True)
+    assert os.path.exists(db + "-wal")
+    # Deleted: the spare ends rather than keep it alive, and its successor holds nothing.
+    for suffix in ("", "-wal", "-shm"):
+        os.unlink(db + suffix)
+    _wait(lambda: not any(f.startswith(db) for f in _held(served["_PID"])),
+          "the spare to let the deleted ledger go")  # fmt: skip
