@@ -64,6 +64,10 @@ class Backend(Protocol):
     def read(self) -> Any:
         """Context manager: a read-only view."""
 
+    def autocommit(self) -> Tx:
+        """Statements outside any transaction, each one atomic on its own (no BEGIN before,
+        no COMMIT or ROLLBACK after): for reads that need no common snapshot."""
+
     def migrate(self) -> list[int]:
         """Apply pending migrations; return the versions applied."""
 
@@ -133,39 +137,44 @@ class NoLedger(BadInput, LedgerUnavailable):
 
 
 class _SqliteTx:
+    # sqlite3 binds any sequence as it is; the ledger passes tuples, so no copy is made.
+    __slots__ = ("_conn",)
+
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
 
     def one(self, sql: str, params: Params = ()) -> Row | None:
-        row: Row | None = self._conn.execute(sql, tuple(params)).fetchone()
+        row: Row | None = self._conn.execute(sql, params).fetchone()
         return row
 
     def all(self, sql: str, params: Params = ()) -> list[Row]:
-        return list(self._conn.execute(sql, tuple(params)).fetchall())
+        rows: list[Row] = self._conn.execute(sql, params).fetchall()
+        return rows
 
     def run(self, sql: str, params: Params = ()) -> int:
-        return self._conn.execute(sql, tuple(params)).rowcount
+        return self._conn.execute(sql, params).rowcount
 
     def send(self, sql: str, params: Params = ()) -> None:
-        self._conn.execute(sql, tuple(params))
+        self._conn.execute(sql, params)
 
 
 class _SqliteWrite:
     """A writing transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any error),
     as a plain context manager: it is entered on every ledger write."""
 
-    __slots__ = ("_conn", "_path")
+    __slots__ = ("_conn", "_path", "_tx")
 
-    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: Path, tx: _SqliteTx) -> None:
         self._conn = conn
         self._path = path
+        self._tx = tx
 
     def __enter__(self) -> Tx:
         try:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             raise LedgerUnavailable(f"ledger {self._path} is busy: {exc}") from exc
-        return _SqliteTx(self._conn)
+        return self._tx
 
     def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
         self._conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
@@ -212,6 +221,8 @@ class SqliteBackend:
         except sqlite3.Error as exc:
             self._conn.close()
             raise LedgerUnavailable(f"ledger {path} is not usable: {exc}") from exc
+        #: One statement runner for the connection: it holds no state of its own.
+        self._tx = _SqliteTx(self._conn)
 
     @staticmethod
     def _prepare_directory(path: Path) -> None:
@@ -231,15 +242,20 @@ class SqliteBackend:
                 raise UnsafeLedger(f"ledger {path} is writable by others; refusing to open it")
 
     def write(self) -> _SqliteWrite:
-        return _SqliteWrite(self._conn, self.path)
+        return _SqliteWrite(self._conn, self.path, self._tx)
 
     @contextmanager
     def read(self) -> Iterator[Tx]:
         self._conn.execute("BEGIN")
         try:
-            yield _SqliteTx(self._conn)
+            yield self._tx
         finally:
             self._conn.execute("ROLLBACK")
+
+    def autocommit(self) -> Tx:
+        # isolation_level=None: outside BEGIN ... COMMIT each statement is its own
+        # transaction, a read seeing one snapshot.
+        return self._tx
 
     def schema_version(self) -> int:
         row = self._conn.execute(
@@ -375,18 +391,18 @@ class _PgTx:
         return sql.replace("?", "%s")
 
     def one(self, sql: str, params: Params = ()) -> Row | None:
-        cur = self._conn.execute(self._sql(sql), tuple(params))
+        cur = self._conn.execute(self._sql(sql), params)
         row: Row | None = cur.fetchone()
         return row
 
     def all(self, sql: str, params: Params = ()) -> list[Row]:
-        return list(self._conn.execute(self._sql(sql), tuple(params)).fetchall())
+        return list(self._conn.execute(self._sql(sql), params).fetchall())
 
     def run(self, sql: str, params: Params = ()) -> int:
-        return self._conn.execute(self._sql(sql), tuple(params)).rowcount
+        return self._conn.execute(self._sql(sql), params).rowcount
 
     def send(self, sql: str, params: Params = ()) -> None:
-        self._conn.execute(self._sql(sql), tuple(params))
+        self._conn.execute(self._sql(sql), params)
 
 
 class _PgPipelinedTx(_PgTx):
@@ -406,7 +422,7 @@ class _PgPipelinedTx(_PgTx):
         self._pipeline = pipeline
 
     def run(self, sql: str, params: Params = ()) -> int:
-        cur = self._conn.execute(self._sql(sql), tuple(params))
+        cur = self._conn.execute(self._sql(sql), params)
         self._pipeline.sync()  # the row count arrives with the result
         return cur.rowcount
 
@@ -493,6 +509,11 @@ class PostgresBackend:
     def read(self) -> Iterator[Tx]:
         with self._conn.transaction():
             yield _PgTx(self._conn)
+
+    def autocommit(self) -> Tx:
+        # The connection is in autocommit mode: outside write() and read() each statement is
+        # its own transaction, one round trip.
+        return _PgTx(self._conn)
 
     def is_retryable(self, exc: BaseException) -> bool:
         """Serialization failures and deadlocks are safe to retry as a whole transaction."""

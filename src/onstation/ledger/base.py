@@ -5,6 +5,7 @@ guard that every write on behalf of a body passes through.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -174,6 +175,11 @@ class LedgerBase:
         #: This backend's named queries, looked up once (they are asked for per statement).
         self._queries = queries(backend.name)
         self._clock = clock
+        #: The default clock is read as an integer straight away: the same microseconds
+        #: since the epoch without building a datetime on every write.
+        self._system_time = clock is system_clock
+        #: Branches for PostgreSQL's lock-first statements, decided once.
+        self._pg = backend.name == "postgres"
         self._unit: UnitOfWork | None = None
         #: The coordinator procedure's cap on self-respawns (3 per 24 h by default).
         self.respawn_policy = respawn_policy or RespawnPolicy()
@@ -225,6 +231,8 @@ class LedgerBase:
         return self._clock()
 
     def _now(self) -> int:
+        if self._system_time:
+            return time.time_ns() // 1000
         return to_us(self._clock())
 
     @contextmanager
@@ -339,6 +347,17 @@ class LedgerBase:
         with self.backend.read() as tx:
             return body(tx, self._now())
 
+    def _read_single(self, body: Callable[[Tx, int], T]) -> T:
+        """:meth:`_read` for a body whose statements need no common snapshot (one statement,
+        or a second that only tells a missing node from an empty answer: nodes are never
+        deleted). Outside a unit each statement runs on its own, without the BEGIN and
+        ROLLBACK around it (two more statements on SQLite, two more round trips on
+        PostgreSQL)."""
+        unit = self._unit
+        if unit is not None:
+            return body(unit.tx, unit.stamp)
+        return body(self.backend.autocommit(), self._now())
+
     def _event(
         self,
         tx: Tx,
@@ -427,6 +446,31 @@ class LedgerBase:
             raise BadInput(f"no such node {name!r}", node=name)
         return self._node(row)
 
+    def _node_and_lease(
+        self, tx: Tx, name: str, *, lock: bool
+    ) -> tuple[AgentNode, BodyLease | None]:
+        """The node and its current generation's lease, in one statement; ``lock``: the
+        node's row is locked for the rest of the transaction first.
+
+        SQLite's writer lock (BEGIN IMMEDIATE) already covers a write. PostgreSQL locks the
+        row in a statement of its own, sent in the same round trip: at READ COMMITTED the read
+        after it then takes its snapshot once the lock is held, and so sees a fence or an
+        admission committed while it waited (one statement locking through a join would
+        re-check the node's new row against the lease row of its old snapshot).
+        """
+        if lock and self._pg:
+            tx.send(self._q("node_row_lock"), (name,))
+        row = tx.one(self._q("node_and_lease"), (name,))
+        if row is None:
+            raise BadInput(f"no such node {name!r}", node=name)
+        return self._node(row), None if row[8] is None else self._lease(row[8:])
+
+    def _require_node(self, tx: Tx, name: str) -> None:
+        """Refuse a node that does not exist: asked by a read only when its answer is empty
+        (rows naming a node prove it exists: their foreign key, and no node is ever deleted)."""
+        if tx.one(self._q("node_exists"), (name,)) is None:
+            raise BadInput(f"no such node {name!r}", node=name)
+
     def _lease_for(self, tx: Tx, name: str, generation: int) -> BodyLease | None:
         row = tx.one(self._q("lease_of_generation"), (name, generation))
         return None if row is None else self._lease(row)
@@ -465,8 +509,7 @@ class LedgerBase:
     def _guard(self, tx: Tx, now: int, name: str, generation: int, action: str) -> _Guarded:
         """Check a body's generation inside the writing transaction; record a denial if stale."""
         _check_generation(generation, "generation")
-        node = self._lock_node(tx, name)
-        lease = self._lease_for(tx, name, node.generation)
+        node, lease = self._node_and_lease(tx, name, lock=True)
         outcome = judge_write(
             presented=generation,
             current=node.generation,

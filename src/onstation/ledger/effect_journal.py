@@ -230,7 +230,7 @@ class EffectJournal(LedgerBase):
     def get_effect(self, effect_id: str) -> Effect:
         """One effect by id."""
         validate_name(effect_id, "effect id")
-        return self._read(lambda tx, _now: self._load_effect(tx, effect_id))
+        return self._read_single(lambda tx, _now: self._load_effect(tx, effect_id))
 
     def _advance(
         self,
@@ -286,16 +286,16 @@ class EffectJournal(LedgerBase):
                     f"cannot {action.value} effect {effect_id} in state {effect.state.value}{hint}",
                     effect_id=effect_id, state=effect.state.value,
                 )  # fmt: skip
-            changed = tx.run(
+            advanced = tx.one(
                 self._q("effect_advance"),
                 (target.value, now, result_text, effect_id, effect.state.value),
             )
-            if changed != 1:  # pragma: no cover - the node lock makes this unreachable
+            if advanced is None:  # pragma: no cover - the node lock makes this unreachable
                 raise Conflict(f"effect {effect_id} changed concurrently")
             self._event(tx, now, node=effect.node, kind=f"effect.{target.value.lower()}",
                         generation=generation, actor=f"{effect.node}@{generation}",
                         effect_id=effect_id, previous_state=effect.state.value)  # fmt: skip
-            return self._load_effect(tx, effect_id)
+            return self._effect(advanced)
 
         return self._write(body)
 
@@ -428,16 +428,18 @@ class EffectJournal(LedgerBase):
             for step in steps:
                 target = next_state(step, state)
                 assert target is not None
-                tx.run(
+                advanced = tx.one(
                     self._q("effect_advance"),
                     (target.value, now, result_text, effect_id, state.value),
                 )
+                assert advanced is not None  # read in this transaction, under the node's lock
+                effect = self._effect(advanced)
                 self._event(tx, now, node=effect.node, kind=f"effect.{target.value.lower()}",
                             generation=effect.generation, actor=by, effect_id=effect_id,
                             previous_state=state.value, via=outcome,
                             evidence=evidence)  # fmt: skip
                 state = target
-            return self._load_effect(tx, effect_id)
+            return effect
 
         return self._write(body)
 
@@ -549,8 +551,10 @@ class EffectJournal(LedgerBase):
         validate_name(node, "node")
 
         def body(tx: Tx, _now: int) -> list[Effect]:
-            self._get_node(tx, node)
-            return [self._effect(r) for r in tx.all(self._q("effects_of_node_open"), (node,))]
+            rows = tx.all(self._q("effects_of_node_open"), (node,))
+            if not rows:
+                self._require_node(tx, node)
+            return [self._effect(r) for r in rows]
 
         return self._read(body)
 
@@ -559,11 +563,12 @@ class EffectJournal(LedgerBase):
         validate_name(node, "node")
 
         def body(tx: Tx, _now: int) -> list[Effect]:
-            self._get_node(tx, node)
             if state is None:
                 rows = tx.all(self._q("effects_of_node"), (node,))
             else:
                 rows = tx.all(self._q("effects_of_node_in_state"), (node, state.value))
+            if not rows:
+                self._require_node(tx, node)
             return [self._effect(r) for r in rows]
 
-        return self._read(body)
+        return self._read_single(body)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import timedelta
 from typing import NoReturn
 
@@ -264,13 +265,24 @@ class LeaseRecords(LedgerBase):
         self, tx: Tx, now: int, node: str, expect: int, reason: str
     ) -> tuple[Row | None, list[Row], list[int]]:
         """The fence as plain statements (SQLite: BEGIN IMMEDIATE already serializes)."""
-        # The conditional UPDATE is the compare-and-swap.
+        # The conditional UPDATE is the compare-and-swap. It also says what the fence has to
+        # end (the node's LIVE lease, at most one by the body_lease_one_live index, and
+        # whether any grant is LIVE), read under the same writer lock, so no statement runs
+        # for what is not there and the lease's UPDATE returns nothing.
         row = tx.one(self._q("fence_bump_generation"), (node, expect))
         if row is None:
             return None, [], []
-        fenced = tx.all(self._q("fence_revoke_leases"), (now, reason, node))
-        grants = tx.all(self._q("fence_revoke_grants"), (now, node, expect))
-        return row, fenced, sorted(int(r[0]) for r in grants)
+        fenced: list[Row] = []
+        if row[1] is not None:
+            ended = tx.run(self._q("fence_revoke_leases"), (now, reason, node))
+            # One LIVE lease was read; the index allows no other, so exactly it was ended.
+            assert ended == 1, f"fence of {node!r} ended {ended} leases, read one"
+            fenced = [(int(row[1]), int(row[2]))]
+        grants: list[int] = []
+        if row[3]:
+            revoked = tx.all(self._q("fence_revoke_grants"), (now, node, expect))
+            grants = sorted(int(r[0]) for r in revoked)
+        return (row[0],), fenced, grants
 
     def _fence_statement_pg(
         self, tx: Tx, now: int, node: str, expect: int, by: str, reason: str
@@ -305,13 +317,9 @@ class LeaseRecords(LedgerBase):
         def body(tx: Tx, now: int) -> BodyLease:
             guarded = self._guard(tx, now, node, generation, "lease renew")
             expires = now + int(ttl.total_seconds() * 1_000_000)
-            tx.run(
-                self._q("lease_renew"),
-                (now, expires, guarded.lease.lease_id),
-            )
-            lease = self._lease_for(tx, node, generation)
-            assert lease is not None
-            return lease
+            row = tx.one(self._q("lease_renew"), (now, expires, guarded.lease.lease_id))
+            assert row is not None
+            return self._lease(row)
 
         return self._write(body)
 
@@ -321,13 +329,14 @@ class LeaseRecords(LedgerBase):
 
         def body(tx: Tx, now: int) -> BodyLease:
             guarded = self._guard(tx, now, node, generation, "lease release")
+            reason = "released by body"
             self._end_lease(
-                tx, now, guarded.lease, LeaseState.RELEASED, "released by body",
+                tx, now, guarded.lease, LeaseState.RELEASED, reason,
                 actor=by or f"{node}@{generation}",
             )  # fmt: skip
-            lease = self._lease_for(tx, node, generation)
-            assert lease is not None
-            return lease
+            # The guard read the lease LIVE under the node's lock; ending it changed these.
+            return replace(guarded.lease, state=LeaseState.RELEASED, ended_at=_at(now),
+                           end_reason=reason)  # fmt: skip
 
         return self._write(body)
 
@@ -336,10 +345,12 @@ class LeaseRecords(LedgerBase):
         validate_name(node, "node")
 
         def body(tx: Tx, _now: int) -> list[BodyLease]:
-            self._get_node(tx, node)
-            return [self._lease(r) for r in tx.all(self._q("leases_of_node"), (node,))]
+            rows = tx.all(self._q("leases_of_node"), (node,))
+            if not rows:
+                self._require_node(tx, node)
+            return [self._lease(r) for r in rows]
 
-        return self._read(body)
+        return self._read_single(body)
 
     def lease(self, node: str, generation: int) -> BodyLease | None:
         """The node's lease of one generation (as :meth:`leases` lists it), or None when that
@@ -347,15 +358,17 @@ class LeaseRecords(LedgerBase):
         validate_name(node, "node")
 
         def body(tx: Tx, _now: int) -> BodyLease | None:
-            self._get_node(tx, node)
-            return self._lease_for(tx, node, generation)
+            lease = self._lease_for(tx, node, generation)
+            if lease is None:
+                self._require_node(tx, node)
+            return lease
 
-        return self._read(body)
+        return self._read_single(body)
 
     def multiple_live_leases(self) -> dict[str, int]:
         """Nodes holding more than one LIVE lease, with the count: an invariant check that is
         empty unless the ledger is broken (the simulator asks it after every step)."""
-        rows = self._read(lambda tx, _now: tx.all(self._q("lease_nodes_with_many_live")))
+        rows = self._read_single(lambda tx, _now: tx.all(self._q("lease_nodes_with_many_live")))
         return {str(node): int(count) for node, count in rows}
 
     def live_lease(self, node: str) -> BodyLease | None:
@@ -363,13 +376,12 @@ class LeaseRecords(LedgerBase):
         validate_name(node, "node")
 
         def body(tx: Tx, now: int) -> BodyLease | None:
-            current = self._get_node(tx, node)
-            lease = self._lease_for(tx, node, current.generation)
+            _current, lease = self._node_and_lease(tx, node, lock=False)
             if lease is None or lease.state is not LeaseState.LIVE or _at(now) >= lease.expires_at:
                 return None
             return lease
 
-        return self._read(body)
+        return self._read_single(body)
 
     def guard(self, node: str, *, generation: int, action: str = "write") -> BodyLease:
         """Check that ``generation`` may act now; a refusal is recorded as a denial receipt."""
@@ -382,13 +394,14 @@ class LeaseRecords(LedgerBase):
         validate_name(node, "node")
 
         def body(tx: Tx, _now: int) -> list[Denial]:
-            self._get_node(tx, node)
+            rows = tx.all(self._q("denials_of_node"), (node,))
+            if not rows:
+                self._require_node(tx, node)
             return [
-                Denial(int(r[0]), r[1], int(r[2]), int(r[3]), r[4], r[5], _at(r[6]))
-                for r in tx.all(self._q("denials_of_node"), (node,))
+                Denial(int(r[0]), r[1], int(r[2]), int(r[3]), r[4], r[5], _at(r[6])) for r in rows
             ]
 
-        return self._read(body)
+        return self._read_single(body)
 
     def record_denial(
         self, node: str, *, presented_generation: int, action: str, reason: str
@@ -418,10 +431,10 @@ class LeaseRecords(LedgerBase):
 
         def body(tx: Tx, now: int) -> Grant:
             self._guard(tx, now, node, generation, f"grant {capability}")
-            if tx.one(self._q("grant_exists"), (node, generation, capability)) is not None:
-                raise Conflict(f"{capability!r} was already granted to generation {generation}")
+            # The (node, generation, capability) key decides: no row back when it was granted.
             row = tx.one(self._q("grant_insert"), (node, generation, capability, now))
-            assert row is not None
+            if row is None:
+                raise Conflict(f"{capability!r} was already granted to generation {generation}")
             self._event(tx, now, node=node, kind="grant.issued", generation=generation,
                         actor=f"{node}@{generation}", grant_id=int(row[0]),
                         capability=capability)  # fmt: skip
@@ -432,7 +445,7 @@ class LeaseRecords(LedgerBase):
     def live_grants(self, node: str, generation: int) -> frozenset[str]:
         """The capabilities ``generation`` of ``node`` holds now (a read of its LIVE grants
         alone, through their own index: the hooks read it on every tool call)."""
-        rows = self._read(
+        rows = self._read_single(
             lambda tx, _now: tx.all(self._q("live_grants_of_generation"), (node, generation))
         )
         return frozenset(str(r[0]) for r in rows)
@@ -442,10 +455,12 @@ class LeaseRecords(LedgerBase):
         validate_name(node, "node")
 
         def body(tx: Tx, _now: int) -> list[Grant]:
-            self._get_node(tx, node)
+            rows = tx.all(self._q("grants_of_node"), (node,))
+            if not rows:
+                self._require_node(tx, node)
             return [
                 Grant(int(r[0]), r[1], int(r[2]), r[3], r[4], _at(r[5]), from_us(r[6]))
-                for r in tx.all(self._q("grants_of_node"), (node,))
+                for r in rows
             ]
 
-        return self._read(body)
+        return self._read_single(body)

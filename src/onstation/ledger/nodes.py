@@ -60,7 +60,7 @@ class NodeRecords(LedgerBase):
     def get_node(self, name: str) -> AgentNode:
         """One identity as it stands now."""
         validate_name(name, "node")
-        return self._read(lambda tx, _now: self._get_node(tx, name))
+        return self._read_single(lambda tx, _now: self._get_node(tx, name))
 
     def list_nodes(self) -> list[AgentNode]:
         """Every identity, by name."""
@@ -144,24 +144,27 @@ class NodeRecords(LedgerBase):
         validate_name(node, "node")
 
         def body(tx: Tx, _now: int) -> list[WorkEpisode]:
-            self._get_node(tx, node)
+            rows = tx.all(self._q("episodes_of_node"), (node,))
+            if not rows:
+                self._require_node(tx, node)
             return [
-                WorkEpisode(int(r[0]), r[1], r[2], r[3], _at(r[4]), from_us(r[5]))
-                for r in tx.all(self._q("episodes_of_node"), (node,))
+                WorkEpisode(int(r[0]), r[1], r[2], r[3], _at(r[4]), from_us(r[5])) for r in rows
             ]
 
-        return self._read(body)
+        return self._read_single(body)
 
     def runs(self, node: str) -> list[AgentRun]:
         """The node's execution attempts, oldest first."""
         validate_name(node, "node")
 
         def body(tx: Tx, _now: int) -> list[AgentRun]:
-            self._get_node(tx, node)
+            rows = tx.all(self._q("runs_of_node"), (node,))
+            if not rows:
+                self._require_node(tx, node)
             return [
                 AgentRun(int(r[0]), r[1], int(r[2]), int(r[3]),
                          None if r[4] is None else int(r[4]), _at(r[5]), from_us(r[6]), r[7])
-                for r in tx.all(self._q("runs_of_node"), (node,))
+                for r in rows
             ]  # fmt: skip
 
-        return self._read(body)
+        return self._read_single(body)

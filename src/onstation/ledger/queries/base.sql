@@ -18,6 +18,21 @@ FROM agent_node WHERE name = ?;
 SELECT name, role, spawner, generation, state, created_at, breaker_open, breaker_reason
 FROM agent_node WHERE name = ?;
 
+-- name: node_row_lock
+-- Lock one node's row for the rest of the transaction, its row not read. PostgreSQL runs it
+-- (FOR UPDATE, see postgres/base.sql) before node_and_lease; SQLite's writer lock already
+-- covers a write, and the code does not run it there.
+SELECT 1 FROM agent_node WHERE name = ?;
+
+-- name: node_and_lease
+-- One node (the columns of node_get) and the lease of its current generation (the columns of
+-- lease_of_generation, NULL when it has none), in one read: the generation guard's.
+SELECT n.name, n.role, n.spawner, n.generation, n.state, n.created_at, n.breaker_open,
+       n.breaker_reason, l.lease_id, l.node, l.generation, l.state, l.holder, l.acquired_at,
+       l.renewed_at, l.expires_at, l.ended_at, l.end_reason, l.lease_id
+FROM agent_node n LEFT JOIN body_lease l ON l.node = n.name AND l.generation = n.generation
+WHERE n.name = ?;
+
 -- name: lease_of_generation
 -- The lease of one generation of a node, if any (the last column, run_id, reads the lease id).
 SELECT l.lease_id, l.node, l.generation, l.state, l.holder, l.acquired_at, l.renewed_at,

@@ -52,9 +52,13 @@ FROM effect WHERE effect_id = ?;
 
 -- name: effect_advance
 -- Move an effect from the state it was read in to the next one, keeping its result unless a
--- new one is given; changes no row if the state moved meanwhile.
+-- new one is given; returns the effect as it is now (the columns of effect_by_id), no row if
+-- the state moved meanwhile.
 UPDATE effect SET state = ?, updated_at = ?, result = COALESCE(?, result)
-WHERE effect_id = ? AND state = ?;
+WHERE effect_id = ? AND state = ?
+RETURNING effect_id, node, generation, fingerprint, operation, destination, arguments,
+          approval_slot, caller_ref, state, result, created_at, updated_at, resolved_by,
+          resolution, repeat_of, repeat_reason;
 
 -- name: effect_unsettled_of_fenced_generations
 -- A node's INTENDED, DISPATCHED and OBSERVED effects of generations before a given one, oldest

@@ -48,8 +48,10 @@ WHERE lease_id = ? AND node = ? AND holder = ? AND state = 'LIVE'
 RETURNING generation;
 
 -- name: lease_renew
--- Extend a lease (a heartbeat): renewed now, expiring later.
-UPDATE body_lease SET renewed_at = ?, expires_at = ? WHERE lease_id = ?;
+-- Extend a lease (a heartbeat): renewed now, expiring later; returns the lease as it is now.
+UPDATE body_lease SET renewed_at = ?, expires_at = ? WHERE lease_id = ?
+RETURNING lease_id, node, generation, state, holder, acquired_at, renewed_at, expires_at,
+          ended_at, end_reason, lease_id;
 
 -- name: leases_of_node
 -- Every lease a node ever had, oldest generation first.
@@ -69,17 +71,23 @@ GROUP BY node HAVING count(*) > 1 ORDER BY node;
 SELECT generation FROM agent_node WHERE name = ?;
 
 -- name: fence_bump_generation
--- The fence's compare-and-swap: the node's generation from the expected one to the next;
--- returns the new generation (no row when the expected generation is not current).
+-- The fence's compare-and-swap: the node's generation from the expected one to the next.
+-- Returns the new generation, the node's LIVE lease (its id and generation; NULL when none,
+-- and never more than one, by body_lease_one_live) and whether a LIVE grant of the fenced
+-- generation or older exists, read before anything is ended; no row when the expected
+-- generation is not current.
 UPDATE agent_node SET generation = generation + 1
 WHERE name = ? AND generation = ?
-RETURNING generation;
+RETURNING generation,
+    (SELECT l.lease_id FROM body_lease l WHERE l.node = agent_node.name AND l.state = 'LIVE'),
+    (SELECT l.generation FROM body_lease l WHERE l.node = agent_node.name AND l.state = 'LIVE'),
+    EXISTS (SELECT 1 FROM capability_grant g WHERE g.node = agent_node.name
+            AND g.state = 'LIVE' AND g.generation < agent_node.generation);
 
 -- name: fence_revoke_leases
--- End a node's LIVE leases as FENCED (now, with a reason); returns lease_id, generation.
+-- End a node's LIVE leases as FENCED (now, with a reason); fence_bump_generation read them.
 UPDATE body_lease SET state = 'FENCED', ended_at = ?, end_reason = ?
-WHERE node = ? AND state = 'LIVE'
-RETURNING lease_id, generation;
+WHERE node = ? AND state = 'LIVE';
 
 -- name: fence_revoke_grants
 -- Revoke a node's LIVE grants of the fenced generation and older (now); returns grant_id.
@@ -93,14 +101,12 @@ RETURNING grant_id;
 SELECT denial_id, node, presented_generation, current_generation, action, reason, at
 FROM denial WHERE node = ? ORDER BY denial_id;
 
--- name: grant_exists
--- Whether one capability was already granted to one generation of a node (a row, or none).
-SELECT 1 FROM capability_grant WHERE node = ? AND generation = ? AND capability = ?;
-
 -- name: grant_insert
--- Issue a LIVE capability grant to one generation of a node; returns grant_id.
+-- Issue a LIVE capability grant to one generation of a node; returns grant_id, or no row when
+-- that generation was already granted that capability (its key: node, generation, capability).
 INSERT INTO capability_grant (node, generation, capability, state, issued_at)
 VALUES (?, ?, ?, 'LIVE', ?)
+ON CONFLICT (node, generation, capability) DO NOTHING
 RETURNING grant_id;
 
 -- name: grants_of_node
