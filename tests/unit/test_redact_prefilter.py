@@ -33,10 +33,14 @@ _PIECES = [
     "?token=", "&sig=", ";key=", "Authorization: Bearer ", "bearer ", "BEARER ", "PASSWORD=",
     "api_key: ", '"client_secret": "', "db.Password = ", "MAX_TOKENS=", "_pw=", "Token: ",
     "Abc123" * 6, "0123456789abcdef" * 2, "=", ":", "\n", " ", '"', "'", "[redacted: jwt]",
+    # Outside ASCII: a brief's dash, and the letters re's case folding reads as ASCII ones.
+    " \u2014 ", "\u00e9", "\u0130", "\u0131", "\u017f", "\u212a", "PA\u017fSWORD=",
+    "API_\u212aEY: ", "AUTHOR\u0130ZATION: Bearer ", "to\u212aen=",
 ]  # fmt: skip
 _TEXTS = st.lists(
     st.sampled_from(_PIECES + LOOKALIKES)
-    | st.text(alphabet=st.characters(codec="ascii"), max_size=12),
+    | st.text(alphabet=st.characters(codec="ascii"), max_size=12)
+    | st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=6),
     max_size=12,
 ).map("".join)
 
@@ -63,10 +67,9 @@ def test_each_rule_still_finds_its_secret(kind: str, template: str, secret: str)
 
 
 @pytest.mark.parametrize("name", ["API_\u212aEY", "MY_PA\u017fS", "PRIVATE_\u212aEY"])
-def test_a_text_outside_ascii_searches_every_rule(name: str) -> None:
+def test_a_letter_folded_from_outside_ascii_is_still_found(name: str) -> None:
     # re's case folding outside ASCII is wider than str.lower(): the Kelvin sign reads as a
-    # "k", the long s as an "s". The literals are asked of ASCII texts only, so these names
-    # are still found.
+    # "k", the long s as an "s". A text holding one searches every case-insensitive rule.
     text = f"{name}=abcdef123456"
     assert r._redact(text) == _every_rule(text)
     assert r._redact(text)[1] == (("secret-assignment", 1),)
@@ -121,3 +124,24 @@ def test_redact_tree_redacts_as_every_text_through_redact(
     tree: object, skip: frozenset[str]
 ) -> None:
     assert r.redact_tree(tree, skip=skip) == _tree_reference(tree, skip)
+
+
+def test_the_odd_folds_are_every_character_folded_to_an_ascii_letter() -> None:
+    import re
+    import sys
+
+    letter = re.compile("(?i)[a-z]")
+    folded = [chr(c) for c in range(0x80, sys.maxunicode + 1)
+              if not 0xD800 <= c <= 0xDFFF and letter.fullmatch(chr(c))]  # fmt: skip
+    assert sorted(folded) == sorted(r._ODD_FOLDS)
+    for odd, ascii_letter in zip(r._ODD_FOLDS, "iisk", strict=True):
+        assert re.fullmatch(f"(?i){ascii_letter}", odd)
+
+
+def test_a_brief_with_a_dash_skips_the_rules_it_cannot_match() -> None:
+    text = "Remaining work \u2014 none; files: " + "0123456789abcdef" * 3
+    assert r._lowered(text) == text.lower()
+    skipped = [rule.kind for rule in r._RULES if rule.cannot_match(text, r._lowered(text))]
+    assert "secret-assignment" in skipped and "jwt" in skipped
+    assert r._lowered("\u212aEY") is None  # the Kelvin sign: every folded rule searches
+    assert r._redact(text) == _every_rule(text) == (text, ())
