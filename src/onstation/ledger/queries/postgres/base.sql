@@ -10,3 +10,16 @@ FROM agent_node WHERE name = ? FOR UPDATE;
 -- Lock one node's row (FOR UPDATE) in a statement of its own, sent in the same round trip as
 -- the read after it (node_and_lease), whose snapshot is then taken once the lock is held.
 SELECT 1 FROM agent_node WHERE name = ? FOR UPDATE;
+
+-- name: node_and_lease
+-- As the portable node_and_lease, the lease through a LATERAL subquery kept apart (OFFSET 0)
+-- so that it is found by its (node, generation) key: as a plain join the planner may read
+-- every lease of the node by name and filter on the generation (a cost growing with the
+-- node's history).
+SELECT n.name, n.role, n.spawner, n.generation, n.state, n.created_at, n.breaker_open,
+       n.breaker_reason, l.lease_id, l.node, l.generation, l.state, l.holder, l.acquired_at,
+       l.renewed_at, l.expires_at, l.ended_at, l.end_reason, l.lease_id
+FROM agent_node n LEFT JOIN LATERAL (
+    SELECT * FROM body_lease b WHERE b.node = n.name AND b.generation = n.generation OFFSET 0
+) l ON true
+WHERE n.name = ?;

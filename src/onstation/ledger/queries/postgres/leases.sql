@@ -24,8 +24,13 @@ WITH r AS (
              AND (h.node IS NULL OR h.node = n.name) ORDER BY h.halt_id LIMIT 1) AS halt_id,
            (SELECT e.episode_id FROM work_episode e WHERE e.node = n.name
              AND e.state = 'OPEN') AS episode_id
-    FROM agent_node n LEFT JOIN body_lease l
-    ON l.node = n.name AND l.generation = n.generation WHERE n.name = ?),
+    -- The lease through a LATERAL subquery kept apart (OFFSET 0): found by its
+    -- (node, generation) key. As a plain join the planner may read every lease of the node
+    -- by name and filter on the generation, a cost that grows with the node's history.
+    FROM agent_node n LEFT JOIN LATERAL (
+        SELECT l.lease_id, l.state, l.expires_at, l.holder FROM body_lease l
+        WHERE l.node = n.name AND l.generation = n.generation OFFSET 0) l ON true
+    WHERE n.name = ?),
 lease AS (
     INSERT INTO body_lease (node, generation, state, holder, acquired_at,
                             renewed_at, expires_at, episode_id)
