@@ -64,12 +64,14 @@ class _Bare:
             self.conn.execute(f'SET search_path TO "{schema}"')
         else:
             self.conn = sqlite3.connect(url, isolation_level=None, timeout=30)
-            # The ledger's own connection settings: foreign keys are checked on every write.
+            # The ledger's own connection settings: foreign keys are checked on every write,
+            # a statement's scratch tables are kept in memory.
             for pragma in (
                 "journal_mode = WAL",
                 "synchronous = FULL",
                 "busy_timeout = 30000",
                 "foreign_keys = ON",
+                "temp_store = MEMORY",
             ):
                 self.conn.execute(f"PRAGMA {pragma}")
 

@@ -338,3 +338,14 @@ def test_postgres_finds_the_current_lease_by_its_key_however_long_the_history(
                     "EXPLAIN (ANALYZE, FORMAT JSON) " + sql.replace("?", "%s"), params
                 ).fetchone()  # type: ignore[misc]
                 assert _removed_by_filters(plan) == 0, json.dumps(plan)[:2000]
+
+
+def test_sqlite_keeps_a_statements_scratch_tables_in_memory(sqlite_url: str) -> None:
+    """An INSERT ... SELECT ... RETURNING (the admission) buffers its rows in a scratch
+    table: in a temporary file by default, created and deleted on every admission."""
+    with Ledger.open(sqlite_url) as ledger:
+        conn: Any = ledger.backend._conn  # type: ignore[attr-defined]
+        assert conn.execute("PRAGMA temp_store").fetchone()[0] == 2  # MEMORY
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL, as before
+        ledger.register_node("body")
+        assert ledger.acquire_lease("body").generation == 1
