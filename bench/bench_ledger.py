@@ -13,7 +13,8 @@ connection with the ledger's own settings (WAL, synchronous=FULL, foreign keys e
 The ratio library/baseline is what the library's Python, validation and records cost, less
 what its fewer round trips save; the target is at least 0.90 (issue 14). For information a
 second baseline is printed too: the bare CAS and the lease insert alone, without grants or
-history.
+history; and the CPU time per round trip of both sides (this process's: on PostgreSQL the
+client's only), which a loaded machine disturbs far less than the wall-clock rates.
 
 Run: ``./dev bench ledger`` (PostgreSQL from ONSTATION_BENCH_PG, default the local test
 database; skipped with a note when no server answers). ``ONSTATION_BENCH_ROUNDS`` sets the
@@ -147,10 +148,13 @@ def _bare_loop(bare: _Bare, node: str, rounds: int, *, same_writes: bool) -> Non
                              json.dumps(detail, sort_keys=True), now))  # fmt: skip
 
 
-def _timed(run: Callable[[int], None], rounds: int) -> float:
-    start = time.perf_counter()
+def _timed(run: Callable[[int], None], rounds: int) -> tuple[float, float]:
+    """Round trips per second of wall time, and this process's CPU microseconds per round
+    trip (a loaded machine stretches the first far more than the second)."""
+    start, cpu = time.perf_counter(), time.process_time()
     run(rounds)
-    return rounds / (time.perf_counter() - start)
+    cpu_us = (time.process_time() - cpu) / rounds * 1e6
+    return rounds / (time.perf_counter() - start), cpu_us
 
 
 def _measure(url: str, label: str) -> None:
@@ -177,10 +181,12 @@ def _measure(url: str, label: str) -> None:
         # checkpoint of the shared WAL).
         runs = (library_run, bare_run, minimal_run)
         rounds = []
+        cpu: list[tuple[float, float]] = []
         for repeat in range(REPEATS):
             order = [(repeat + k) % 3 for k in range(3)]
             timed = {i: _timed(runs[i], ROUNDS) for i in order}
-            rounds.append((timed[0], timed[1], timed[2]))
+            rounds.append((timed[0][0], timed[1][0], timed[2][0]))
+            cpu.append((timed[0][1], timed[1][1]))
     finally:
         ledger.close()
         baseline.conn.close()
@@ -188,10 +194,14 @@ def _measure(url: str, label: str) -> None:
     ratio = statistics.median(r[0] / r[1] for r in rounds)
     minimal_ratio = statistics.median(r[0] / r[2] for r in rounds)
     verdict = "meets" if ratio >= TARGET else "MISSES"
+    cpu_library, cpu_bare = (statistics.median(c[i] for c in cpu) for i in range(2))
+    where = "this process's" if label == "sqlite" else "client"
     print(
         f"{label:<9} library {library:7.1f}/s | baseline bare SQL, same writes {bare:7.1f}/s "
         f"-> ratio {ratio:5.3f} ({verdict} target {TARGET:.2f}) | bare CAS + lease only "
-        f"{minimal:7.1f}/s -> ratio {minimal_ratio:5.3f}",
+        f"{minimal:7.1f}/s -> ratio {minimal_ratio:5.3f}\n"
+        f"{'':<9} {where} CPU per round trip: library {cpu_library:5.0f} us, baseline "
+        f"{cpu_bare:5.0f} us -> ratio {cpu_bare / cpu_library:5.3f}",
         flush=True,
     )
 
