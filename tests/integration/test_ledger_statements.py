@@ -349,3 +349,26 @@ def test_sqlite_keeps_a_statements_scratch_tables_in_memory(sqlite_url: str) -> 
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL, as before
         ledger.register_node("body")
         assert ledger.acquire_lease("body").generation == 1
+
+
+def test_an_intended_effect_is_returned_as_written_not_read_back(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger.register_node("body")
+    ledger.acquire_lease("body")
+    log, _ = _count(ledger, monkeypatch)
+    effect, created = ledger.intend_effect(
+        "body", generation=1, operation="git.push", destination="file:///r", arguments={"a": 1}
+    )
+    assert created and "effect_insert_intended" in log and "effect_by_id" not in log
+    assert effect == ledger.get_effect(effect.effect_id)
+    ledger.fence("body", expect_generation=1)
+    ledger.acquire_lease("body", expect_generation=2)
+    log.clear()
+    again, created = ledger.intend_effect(
+        "body", generation=2, operation="git.push", destination="file:///r", arguments={"a": 1}
+    )
+    assert not created and "effect_reintend" in log and "effect_by_id" not in log
+    assert again == ledger.get_effect(effect.effect_id)
+    assert (again.effect_id, again.generation, again.state.value) == (
+        effect.effect_id, 2, "INTENDED")  # fmt: skip

@@ -152,24 +152,23 @@ class EffectJournal(LedgerBase):
                 )  # fmt: skip
             if existing.state is EffectState.INTENDED and existing.generation == generation:
                 return existing, False
-            tx.run(
-                self._q("effect_reintend"),
-                (generation, now, existing.effect_id),
-            )
+            again = tx.one(self._q("effect_reintend"), (generation, now, existing.effect_id))
+            assert again is not None  # read in this transaction, under the node's lock
             self._event(tx, now, node=node, kind="effect.reintended", generation=generation,
                         actor=f"{node}@{generation}", effect_id=existing.effect_id,
                         previous_state=existing.state.value,
                         previous_generation=existing.generation)  # fmt: skip
-            return self._load_effect(tx, existing.effect_id), False
+            return self._effect(again), False
 
         def record(tx: Tx, now: int, print_: str, repeat_of: str | None) -> tuple[Effect, bool]:
             effect_id = effect_id_for(print_)
-            tx.run(
+            inserted = tx.one(
                 self._q("effect_insert_intended"),
                 (effect_id, node, generation, print_, payload["operation"],
                  payload["destination"], args_text, repeat_slot, caller_ref, now, now,
                  repeat_of, repeat_reason),
             )  # fmt: skip
+            assert inserted is not None
             detail: dict[str, Any] = {}
             if repeat_of is not None:
                 detail = {"approval_slot": repeat_slot, "repeat_of": repeat_of,
@@ -181,7 +180,7 @@ class EffectJournal(LedgerBase):
                         actor=f"{node}@{generation}", effect_id=effect_id,
                         fingerprint=print_, operation=payload["operation"],
                         destination=payload["destination"], **detail)  # fmt: skip
-            return self._load_effect(tx, effect_id), True
+            return self._effect(inserted), True
 
         def body(tx: Tx, now: int) -> tuple[Effect, bool]:
             self._guard(tx, now, node, generation, description)

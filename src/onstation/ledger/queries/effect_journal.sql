@@ -24,18 +24,26 @@ WHERE node = ? AND operation = ? AND destination = ? AND arguments = ? AND repea
 ORDER BY created_at, effect_id LIMIT 1;
 
 -- name: effect_reintend
--- Intend an undispatched (or failed or compensated) effect again, under a generation at a time.
+-- Intend an undispatched (or failed or compensated) effect again, under a generation at a time;
+-- returns the effect as it is now (the columns of effect_by_id).
 UPDATE effect SET state = 'INTENDED', generation = ?, updated_at = ?,
        resolved_by = NULL, resolution = NULL
-WHERE effect_id = ?;
+WHERE effect_id = ?
+RETURNING effect_id, node, generation, fingerprint, operation, destination, arguments,
+          approval_slot, caller_ref, state, result, created_at, updated_at, resolved_by,
+          resolution, repeat_of, repeat_reason;
 
 -- name: effect_insert_intended
 -- Record a new INTENDED effect: id, node, generation, fingerprint, operation, destination,
--- arguments, approval slot, caller reference, created and updated at, repeat_of, repeat reason.
+-- arguments, approval slot, caller reference, created and updated at, repeat_of, repeat reason;
+-- returns it (the columns of effect_by_id).
 INSERT INTO effect (effect_id, node, generation, fingerprint, operation, destination, arguments,
                     approval_slot, caller_ref, state, result, created_at, updated_at,
                     resolved_by, resolution, repeat_of, repeat_reason)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'INTENDED', NULL, ?, ?, NULL, NULL, ?, ?);
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'INTENDED', NULL, ?, ?, NULL, NULL, ?, ?)
+RETURNING effect_id, node, generation, fingerprint, operation, destination, arguments,
+          approval_slot, caller_ref, state, result, created_at, updated_at, resolved_by,
+          resolution, repeat_of, repeat_reason;
 
 -- name: effect_ambiguous_of_original
 -- The first AMBIGUOUS effect among an original effect (its id) and its repeats (the same id).
