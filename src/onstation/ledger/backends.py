@@ -185,7 +185,16 @@ class SqliteBackend:
 
     name = "sqlite"
 
-    def __init__(self, path: Path, url: str, *, create: bool = True) -> None:
+    def __init__(
+        self,
+        path: Path,
+        url: str,
+        *,
+        create: bool = True,
+        connection: sqlite3.Connection | None = None,
+    ) -> None:
+        """Open the ledger at ``path``; given ``connection`` (one already open to that very
+        file, as a hook's fast path hands over), set that one up instead of connecting."""
         if sqlite3.sqlite_version_info < MIN_SQLITE:
             raise LedgerUnavailable(
                 f"SQLite {sqlite3.sqlite_version} is too old; onstation needs 3.35 or newer"
@@ -201,7 +210,7 @@ class SqliteBackend:
         self._prepare_directory(path)
         created = not path.exists()
         try:
-            self._conn = sqlite3.connect(
+            self._conn = connection or sqlite3.connect(
                 str(path), isolation_level=None, timeout=SQLITE_BUSY_TIMEOUT_MS / 1000
             )
         except sqlite3.Error as exc:
@@ -590,19 +599,30 @@ def default_sqlite_path() -> Path:
     return Path(default_sqlite_file())
 
 
-def open_backend(url: str | None, *, require_migrated: bool = True, create: bool = True) -> Backend:
+def open_backend(
+    url: str | None,
+    *,
+    require_migrated: bool = True,
+    create: bool = True,
+    sqlite_connection: sqlite3.Connection | None = None,
+) -> Backend:
     """Open the backend a ledger URL names (``None``: the default SQLite file).
 
     With ``create=False`` (read-only commands) a ledger that does not exist yet is refused
     (:class:`NoLedger`) and nothing is created: no file, no directory, no schema.
+    ``sqlite_connection`` is a connection already open to the SQLite file the URL names
+    (the caller has checked it is that file); the backend sets it up as its own.
     """
     if url is None:
         path = default_sqlite_path()
-        return SqliteBackend(path, f"sqlite://{path}", create=create)
+        return SqliteBackend(path, f"sqlite://{path}", create=create,
+                             connection=sqlite_connection)  # fmt: skip
     dialect, target = parse_url(url)
     if dialect == "postgres":
+        if sqlite_connection is not None:
+            raise ValueError("a SQLite connection cannot open a PostgreSQL ledger")
         return PostgresBackend(target, require_migrated=require_migrated, create=create)
     path = Path(target).expanduser()
     if path.is_dir():
         raise BadInput(f"--db: {path} is a directory")
-    return SqliteBackend(path, url, create=create)
+    return SqliteBackend(path, url, create=create, connection=sqlite_connection)

@@ -5,6 +5,7 @@ guard that every write on behalf of a body passes through.
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -196,11 +197,15 @@ class LedgerBase:
         respawn_policy: RespawnPolicy | None = None,
         relief_policy: RespawnPolicy | None = None,
         create: bool = True,
+        sqlite_connection: sqlite3.Connection | None = None,
     ) -> Self:
         """Open the ledger a URL names: a SQLite path (default) or a ``postgresql://`` URL.
 
-        ``create=False`` refuses a ledger that does not exist instead of creating it."""
-        return cls(open_backend(url, create=create), clock=clock, respawn_policy=respawn_policy,
+        ``create=False`` refuses a ledger that does not exist instead of creating it;
+        ``sqlite_connection`` is one already open to that SQLite file, set up as the
+        backend's own (:func:`onstation.ledger.backends.open_backend`)."""
+        backend = open_backend(url, create=create, sqlite_connection=sqlite_connection)
+        return cls(backend, clock=clock, respawn_policy=respawn_policy,
                    relief_policy=relief_policy)  # fmt: skip
 
     def close(self) -> None:

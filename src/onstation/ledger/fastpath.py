@@ -146,11 +146,10 @@ def handed_ledger(conn: Any, url: str | None) -> Any:
     A call the fast path declines goes to the full path, which opened a second connection
     to the same file: SQLite's set-up again and the whole schema parsed again (about a
     millisecond, on the call's clock). Handed over, the connection gets every setting and
-    check the backend gives its own (the backend's set-up runs as written, only its
-    ``connect`` answers with this connection): ``synchronous=FULL`` among them, so the full
-    path's writes are as durable as ever.
+    check the backend gives its own (``SqliteBackend`` sets it up instead of connecting):
+    ``synchronous=FULL`` among them, so the full path's writes are as durable as ever.
     """
-    import sqlite3  # the module the SQLite backend connects through
+    import sqlite3  # its errors: the connection is one of the C module's
 
     from onstation.core.errors import BadInput
     from onstation.ledger.ledger import Ledger
@@ -167,22 +166,7 @@ def handed_ledger(conn: Any, url: str | None) -> Any:
         return None
     if (wanted.st_dev, wanted.st_ino) != (had.st_dev, had.st_ino):
         return None
-    connect = sqlite3.connect
-
-    def handed(database: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            found = os.stat(database)
-        except (OSError, TypeError, ValueError):
-            found = None
-        if found is not None and (found.st_dev, found.st_ino) == (had.st_dev, had.st_ino):
-            return conn
-        return connect(database, *args, **kwargs)
-
-    setattr(sqlite3, "connect", handed)  # noqa: B010 - mypy: a module's function
-    try:
-        return Ledger.open(url)
-    finally:
-        setattr(sqlite3, "connect", connect)  # noqa: B010
+    return Ledger.open(url, sqlite_connection=conn)
 
 
 #: The workspace bindings among a list of candidate paths (``{marks}``: one ``?`` each).
