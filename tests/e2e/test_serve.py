@@ -129,6 +129,19 @@ def test_ctrl_c_stops_the_console_cleanly(tmp_path: Path) -> None:
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
 
 
+def test_the_socket_accepts_connections_as_soon_as_its_address_is_printed() -> None:
+    # The address was printed while the socket was only bound: a client quick enough (or a
+    # server slow enough, under load) was refused before uvicorn's start-up listened.
+    from onstation.cli.serve_command import listening_socket
+
+    sock = listening_socket("127.0.0.1", 0)
+    try:
+        client = socket.create_connection(sock.getsockname()[:2], timeout=10)
+        client.close()
+    finally:
+        sock.close()
+
+
 def test_the_listening_socket_sends_small_writes_at_once() -> None:
     # Without TCP_NODELAY every keep-alive request waited out a delayed ACK (about 40 ms:
     # 84 requests/s for a static file with four clients); accepted sockets inherit it.

@@ -83,6 +83,10 @@ def serve_cmd(host: str, port: int, alerts: bool, alert_interval: float, opts: O
         sock.close()
 
 
+#: Connections the system queues before the service accepts them (uvicorn's default).
+LISTEN_BACKLOG = 2048
+
+
 def listening_socket(host: str, port: int) -> Any:
     """The bound socket the service listens on (``port`` 0: the system picks one)."""
     import socket
@@ -95,6 +99,10 @@ def listening_socket(host: str, port: int) -> Any:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
+        # Listening before the address is printed: a client that connects as soon as it reads
+        # it waits in the backlog while the service starts, instead of being refused (uvicorn
+        # only listens once its start-up is done; it listens again with the same backlog).
+        sock.listen(LISTEN_BACKLOG)
     except OSError as exc:
         sock.close()
         raise OnstationError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
