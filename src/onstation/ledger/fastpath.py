@@ -48,6 +48,16 @@ def settle_wal(conn: Any, path: str) -> None:
         pass  # busy, or anything else: nothing is lost, a later call checkpoints
 
 
+def fast_settings(conn: Any) -> bool:
+    """Give ``conn`` the fast path's settings (a 30 s busy wait, ``synchronous=NORMAL``:
+    docs/decisions.md says why) and say whether its ledger is in WAL mode; a connection of
+    a ledger that is not is the caller's to close. One place for both the fast path's own
+    connection and one a daemon's spare opens ahead, so the two cannot differ."""
+    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    return bool(conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal")
+
+
 #: The connection a daemon's spare opened ahead of its call (cli/daemon.py): ledger path ->
 #: (connection, the file's (device, inode) when it was opened). A process-wide resource,
 #: like the sqlite module's own state: empty in every process but a daemon's spare (and
@@ -80,9 +90,7 @@ def open_ahead(path: str) -> bool:
     except _sqlite3.Error:
         return False
     try:
-        conn.execute("PRAGMA busy_timeout = 30000")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        wal = fast_settings(conn)
     except _sqlite3.Error:
         wal = False
     if not wal:

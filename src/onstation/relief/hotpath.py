@@ -247,15 +247,12 @@ def open_wal(path: str) -> Any:
     except sqlite3.Error:
         return None
     try:
-        conn.execute("PRAGMA busy_timeout = 30000")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            conn.close()
-            return None
+        if queries.fast_settings(conn):
+            return conn
     except sqlite3.Error:
-        conn.close()
-        return None
-    return conn
+        pass  # closed below: the full path decides
+    conn.close()
+    return None
 
 
 def _answer(
