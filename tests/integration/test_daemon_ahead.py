@@ -67,6 +67,27 @@ def test_a_replaced_or_deleted_ledger_is_not_taken_and_is_stale(tmp_path: Path) 
     assert fastpath.take_ahead(db) is None
 
 
+def test_a_ledger_deleted_while_it_is_opened_ahead_is_held_as_stale_never_kept_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The file goes between the first look at it and the connection's set-up: the spare
+    # used to hold that connection with nothing to watch, waiting for a call forever with
+    # the deleted ledger open (test_the_spare_holds_the_ledger_... timed out in CI).
+    db = _wal_ledger(tmp_path / "ledger.db")
+    real = fastpath.fast_settings
+
+    def deleted_meanwhile(conn: Any) -> bool:
+        wal = real(conn)
+        for suffix in ("", "-wal", "-shm"):
+            Path(db + suffix).unlink(missing_ok=True)
+        return wal
+
+    monkeypatch.setattr(fastpath, "fast_settings", deleted_meanwhile)
+    assert fastpath.open_ahead(db)  # a connection is held: the spare must watch it
+    assert fastpath.ahead_stale()
+    assert fastpath.take_ahead(db) is None
+
+
 REPORTED = """
 import sqlite3, sys
 from onstation.cli import daemon_pages

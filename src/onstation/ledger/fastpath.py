@@ -77,7 +77,8 @@ def _identity(path: str) -> tuple[int, int] | None:
 def open_ahead(path: str) -> bool:
     """Open the ledger at ``path`` for the call to come (a daemon's spare, while it waits):
     connected, in WAL mode, its schema read, as :func:`onstation.relief.hotpath.open_wal`
-    opens it. Never creates a file; whether it was opened."""
+    opens it. Never creates a file; whether it was opened (a connection is then held, to be
+    taken or, when :func:`ahead_stale`, let go of by ending the process)."""
     import _sqlite3
 
     identity = _identity(path)
@@ -96,10 +97,10 @@ def open_ahead(path: str) -> bool:
     if not wal:
         conn.close()  # not in WAL mode: no WAL its close could delete, nothing to hold
         return False
-    if _identity(path) != identity:
-        # Replaced while it was opened: left open, never closed (a close may checkpoint,
-        # and delete the WAL by its name, which is now the new file's).
-        return False
+    # Kept even when the file was deleted or replaced while it was opened: never closed (a
+    # close may checkpoint, and delete the WAL by its name, which may now be another
+    # file's), but held under the identity it was opened with, so that it is never taken
+    # and :func:`ahead_stale` says so at once (the spare ends instead of holding it).
     _AHEAD[path] = (conn, identity)
     return True
 
