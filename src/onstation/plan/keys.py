@@ -9,16 +9,27 @@ file, after the small-order and canonical-encoding checks. Files are written ato
 (exclusive temp file + fsync + rename + directory fsync) and never through a symlink.
 
 The signing key never enters a body's environment: only the orchestrator signs.
+
+Parsing is kept per process (issue 14: a relief used to parse every key file again). Every
+use still lists the directory, checks it (a real directory, not a symlink, not writable by
+group or others) and reads each file it needs as before (a regular file, never through a
+symlink, a private key not readable by group or others): only what is *derived* from a
+file's bytes (the public key document's fields, the loaded private key) is kept, under the
+key id the file is named by and the SHA-256 of the very bytes just read. A file replaced,
+rewritten, chmod'ed or swapped for a symlink is therefore judged afresh at its next use, and
+a cached answer is only ever one that those same bytes produced; no timestamp is trusted.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import (
@@ -33,10 +44,12 @@ from onstation.core.errors import BadInput, OnstationError
 from onstation.core.names import validate_name
 from onstation.plan.signing import ALGORITHM, check_public_key, key_id, public_raw
 
+_V = TypeVar("_V")
 
-def default_keys_dir(env: dict[str, str] | None = None) -> Path:
+
+def default_keys_dir(env: Mapping[str, str] | None = None) -> Path:
     """Where keys live, from the environment (see the module docstring)."""
-    env = dict(os.environ) if env is None else env
+    env = os.environ if env is None else env  # read, never copied (every relief asks)
     if env.get("ONSTATION_KEYS_DIR"):
         return Path(env["ONSTATION_KEYS_DIR"])
     if env.get("XDG_CONFIG_HOME"):
@@ -79,6 +92,21 @@ def read_regular(path: Path, limit: int = 1 << 20) -> bytes:
     from onstation.harness.files import read_bounded
 
     return read_bounded(path, limit, "key store", follow_symlinks=False)
+
+
+#: What this process derived from key files' bytes: (key id, SHA-256 of the bytes) ->
+#: (public key hex, label) of a ``.pub`` file, or the loaded key of a ``.key`` file. Only
+#: files that passed every check are here; see the module docstring.
+_PUBLIC_PARSED: dict[tuple[str, bytes], tuple[str, str | None]] = {}
+_PRIVATE_PARSED: dict[tuple[str, bytes], Ed25519PrivateKey] = {}
+#: A bound on each: a long-lived process that sees many key files keeps at most this many.
+_PARSED_MAX = 256
+
+
+def _remember(cache: dict[tuple[str, bytes], _V], key: tuple[str, bytes], value: _V) -> None:
+    if len(cache) >= _PARSED_MAX:
+        cache.clear()
+    cache[key] = value
 
 
 @dataclass(frozen=True)
@@ -177,19 +205,40 @@ class KeyStore:
             return []
         self._check_dir()
         found: list[KeyInfo] = []
-        for path in sorted(self.directory.glob("ed25519-*.pub")):
-            doc = loads_strict(read_regular(path), str(path))
-            kid = path.name[: -len(".pub")]
-            raw_hex = doc.get("publicKey") if isinstance(doc, dict) else None
-            try:
-                matches = isinstance(raw_hex, str) and key_id(bytes.fromhex(raw_hex)) == kid
-            except ValueError:
-                matches = False
-            if not matches or not isinstance(raw_hex, str):
-                raise OnstationError(f"{path}: public key does not match its key id")
+        # The names glob("ed25519-*.pub") matches, in its order, from one directory listing.
+        with os.scandir(self.directory) as entries:
+            names = sorted(
+                e.name for e in entries if e.name.startswith("ed25519-") and e.name.endswith(".pub")
+            )
+        for name in names:
+            path = self.directory / name
+            kid = name[: -len(".pub")]
+            public_hex, label = self._public_of(path, kid)
             has_private = (self.directory / f"{kid}.key").exists()
-            found.append(KeyInfo(kid, raw_hex, has_private, doc.get("label")))
+            found.append(KeyInfo(kid, public_hex, has_private, label))
         return found
+
+    @staticmethod
+    def _public_of(path: Path, kid: str) -> tuple[str, Any]:
+        """(public key hex, label) of the ``.pub`` file at ``path``, read now (every check of
+        :func:`read_regular`) and parsed unless these very bytes were parsed before."""
+        data = read_regular(path)
+        known = (kid, hashlib.sha256(data).digest())
+        kept = _PUBLIC_PARSED.get(known)
+        if kept is not None:
+            return kept
+        doc = loads_strict(data, str(path))
+        raw_hex = doc.get("publicKey") if isinstance(doc, dict) else None
+        try:
+            matches = isinstance(raw_hex, str) and key_id(bytes.fromhex(raw_hex)) == kid
+        except ValueError:
+            matches = False
+        if not matches or not isinstance(raw_hex, str):
+            raise OnstationError(f"{path}: public key does not match its key id")
+        label = doc.get("label")
+        if label is None or isinstance(label, str):  # immutable: safe to hand out again
+            _remember(_PUBLIC_PARSED, known, (raw_hex, label))
+        return raw_hex, label
 
     def trusted(self) -> dict[str, bytes]:
         """Key id -> raw public key, for every key in the store."""
@@ -222,7 +271,13 @@ class KeyStore:
             raise BadInput(f"no signing key {kid!r} in {self.directory}")
         if stat.S_IMODE(info.st_mode) & 0o077:
             raise BadInput(f"{path}: private key readable by others; chmod 600 it")
-        key = load_pem_private_key(read_regular(path), password=None)
+        data = read_regular(path)
+        known = (kid, hashlib.sha256(data).digest())
+        kept = _PRIVATE_PARSED.get(known)
+        if kept is not None:
+            return kept  # these bytes, under this id, passed the checks below before
+        key = load_pem_private_key(data, password=None)
         if not isinstance(key, Ed25519PrivateKey) or key_id(public_raw(key)) != kid:
             raise OnstationError(f"{path}: not the Ed25519 key {kid}")
+        _remember(_PRIVATE_PARSED, known, key)
         return key
