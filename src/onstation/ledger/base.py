@@ -101,6 +101,26 @@ def check_text(value: str, field: str, max_length: int) -> None:
         validate_free_text(value, field, max_length)
 
 
+@lru_cache(maxsize=256)
+def repeat_rows(sql: str, count: int) -> str:
+    """``sql``, an ``INSERT ... VALUES (...)`` of one row, with that row written ``count``
+    times: a batch of rows in one statement, in the same SQL on every backend (no JSON
+    table function, no array parameter). The rows are inserted in the order written."""
+    start = sql.index("VALUES (") + len("VALUES ")
+    depth, end = 0, start
+    for end in range(start, len(sql)):  # the row's closing parenthesis
+        depth += {"(": 1, ")": -1}.get(sql[end], 0)
+        if depth == 0:
+            break
+    row = sql[start : end + 1]
+    return sql[:start] + ", ".join([row] * count) + sql[end + 1 :]
+
+
+#: Rows written per batched statement at most: far below either backend's limit on bound
+#: parameters (SQLite 32,766, PostgreSQL 65,535) for any row the ledger batches.
+BATCH_ROWS = 200
+
+
 @lru_cache(maxsize=8192)
 def _at(value: int) -> datetime:
     # Remembered: the same rows (a node, its leases) are read again and again, and an
@@ -384,6 +404,17 @@ class LedgerBase:
     ) -> None:
         """:meth:`_event` with its detail already encoded (as ``_event_json`` would)."""
         tx.send(self._q("event_insert"), (node, kind, generation, actor, detail, now))
+
+    def _events_encoded(
+        self, tx: Tx, now: int, events: list[tuple[str | None, str, int | None, str, str]]
+    ) -> None:
+        """Append several events, each ``(node, kind, generation, actor, encoded detail)``,
+        in the order given: one statement per :data:`BATCH_ROWS` of them."""
+        sql = self._q("event_insert")
+        for start in range(0, len(events), BATCH_ROWS):
+            chunk = events[start : start + BATCH_ROWS]
+            params = tuple(v for event in chunk for v in (*event, now))
+            tx.send(repeat_rows(sql, len(chunk)), params)
 
     # ----------------------------------------------------------------------------------------
     # rows -> records

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import timedelta
 from typing import NoReturn
@@ -22,14 +23,17 @@ from onstation.core.types import (
 )
 from onstation.ledger.backends import Row, Tx
 from onstation.ledger.base import (
+    BATCH_ROWS,
     DEFAULT_LEASE_TTL,
     LedgerBase,
     _at,
     _check_generation,
     _check_ttl,
+    _event_json,
     check_name,
     check_text,
     from_us,
+    repeat_rows,
 )
 
 # The two events of every relief, encoded by hand: the same text json.dumps(detail,
@@ -439,6 +443,64 @@ class LeaseRecords(LedgerBase):
                         actor=f"{node}@{generation}", grant_id=int(row[0]),
                         capability=capability)  # fmt: skip
             return Grant(int(row[0]), node, generation, capability, "LIVE", _at(now), None)
+
+        return self._write(body)
+
+    def issue_grants(
+        self,
+        node: str,
+        *,
+        generation: int,
+        capabilities: Iterable[str],
+        skip_granted: bool = False,
+    ) -> list[Grant]:
+        """Issue several fresh capabilities to the live generation in one write: one guard,
+        the grants' rows and their ``grant.issued`` events (a statement each per batch);
+        the new grants in the order given.
+
+        What :meth:`issue_grant` once per capability inside one :meth:`transaction` does:
+        the same validation, one denial receipt when the generation may not act (naming
+        the first capability), the same rows and events. A capability the generation was
+        already granted (or named twice) is a :class:`Conflict` and nothing is issued;
+        ``skip_granted`` passes over it instead (no row, no event: a retried launch).
+        """
+        validate_name(node, "node")
+        wanted: list[str] = []
+        for capability in capabilities:
+            validate_free_text(capability, "capability", 256)
+            if not capability.strip():
+                raise BadInput("capability: must not be empty", field="capability")
+            wanted.append(capability)
+        if not wanted:
+            return []  # as no call of issue_grant: nothing read, nothing written
+        unique = list(dict.fromkeys(wanted))
+        actor = f"{node}@{generation}"
+
+        def body(tx: Tx, now: int) -> list[Grant]:
+            self._guard(tx, now, node, generation, f"grant {wanted[0]}")
+            if len(unique) < len(wanted) and not skip_granted:
+                twice = next(c for c in unique if wanted.count(c) > 1)
+                raise Conflict(f"{twice!r} was already granted to generation {generation}")
+            issued: dict[str, int] = {}
+            sql = self._q("grant_insert")
+            for start in range(0, len(unique), BATCH_ROWS):
+                chunk = unique[start : start + BATCH_ROWS]
+                params = tuple(v for c in chunk for v in (node, generation, c, now))
+                # The (node, generation, capability) key decides: no row back for one
+                # granted before. RETURNING's row order is not promised: read by capability.
+                for grant_id, capability in tx.all(repeat_rows(sql, len(chunk)), params):
+                    issued[str(capability)] = int(grant_id)
+            if not skip_granted and len(issued) < len(unique):
+                held = next(c for c in unique if c not in issued)
+                raise Conflict(f"{held!r} was already granted to generation {generation}")
+            granted = [c for c in unique if c in issued]
+            self._events_encoded(tx, now, [
+                (node, "grant.issued", generation, actor,
+                 _event_json({"capability": c, "grant_id": issued[c]}))
+                for c in granted
+            ])  # fmt: skip
+            return [Grant(issued[c], node, generation, c, "LIVE", _at(now), None)
+                    for c in granted]  # fmt: skip
 
         return self._write(body)
 

@@ -4,7 +4,8 @@
 -- microseconds since the epoch, UTC.
 
 -- name: event_insert
--- Append one event to the history (detail is a JSON object).
+-- Append one event to the history (detail is a JSON object). A batch writes the VALUES row
+-- once per event (base.repeat_rows).
 INSERT INTO event (node, kind, generation, actor, detail, at) VALUES (?, ?, ?, ?, ?, ?);
 
 -- name: node_lock

@@ -102,12 +102,13 @@ SELECT denial_id, node, presented_generation, current_generation, action, reason
 FROM denial WHERE node = ? ORDER BY denial_id;
 
 -- name: grant_insert
--- Issue a LIVE capability grant to one generation of a node; returns grant_id, or no row when
--- that generation was already granted that capability (its key: node, generation, capability).
+-- Issue a LIVE capability grant to one generation of a node; returns grant_id and capability,
+-- or no row when that generation was already granted that capability (its key: node,
+-- generation, capability). A batch writes the VALUES row once per grant (base.repeat_rows).
 INSERT INTO capability_grant (node, generation, capability, state, issued_at)
 VALUES (?, ?, ?, 'LIVE', ?)
 ON CONFLICT (node, generation, capability) DO NOTHING
-RETURNING grant_id;
+RETURNING grant_id, capability;
 
 -- name: grants_of_node
 -- Every grant a node's generations received, oldest first.
