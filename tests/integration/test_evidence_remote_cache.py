@@ -1,0 +1,262 @@
+"""``git remote -v`` kept across reliefs (issue 14) only while every file git reads to answer
+is proven unchanged (harness.evidence.RemoteAnswers): reused with no git process when nothing
+changed; asked again after any change to what git reads (the repository's configuration, a
+worktree's, the global and system files, a legacy remotes/ file, HOME), never kept from a
+file with an include directive or one changed too recently to be proven. Every answer is
+compared with a fresh ``git remote -v``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from onstation.harness import evidence
+from onstation.harness.evidence import EvidenceCache, GitBatches, RemoteAnswers
+
+IDENTITY = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.org",
+            "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.org"}  # fmt: skip
+URL = "https://example.org/one.git"
+
+
+def sh(cwd: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
+                          env={**env, **IDENTITY})  # fmt: skip
+    return done.stdout.strip()
+
+
+def settled() -> int:
+    """A clock well past every file's last change: all of them count as settled."""
+    return time.time_ns() + 60 * 10**9
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    monkeypatch.setenv("HOME", str(path))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path, home: Path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    sh(path, "init", "-q", "-b", "main")
+    sh(path, "commit", "-q", "--allow-empty", "-m", "one")
+    sh(path, "remote", "add", "origin", URL)
+    (path / "sub").mkdir()
+    return path
+
+
+@pytest.fixture
+def asked(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """How many ``git remote`` processes the evidence module started."""
+    seen: Counter[str] = Counter()
+    real = evidence.run_captured
+
+    def counting(argv: list[str], **kwargs: Any) -> tuple[int, str, str]:
+        if argv[:1] == ["git"] and "remote" in argv:
+            seen["remote"] += 1
+        return real(argv, **kwargs)
+
+    monkeypatch.setattr(evidence, "run_captured", counting)
+    return seen
+
+
+def fresh(ws: Path) -> tuple[str | None, str | None]:
+    """What a new ``git remote -v`` says now (not counted)."""
+    return evidence._parse_remotes(sh(ws, "remote", "-v"))
+
+
+def test_the_answer_is_reused_with_no_git_process_while_nothing_changed(
+    repo: Path, asked: Counter[str]
+) -> None:
+    answers = RemoteAnswers(clock=settled)
+    ws = str(repo / "sub")
+    assert answers.answer(ws) == ("origin", URL)
+    assert asked["remote"] == 1
+    for _ in range(3):
+        assert answers.answer(ws) == ("origin", URL)
+    assert asked["remote"] == 1
+
+
+def test_reliefs_sharing_batches_ask_git_once(
+    repo: Path, asked: Counter[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batches = GitBatches()
+    assert batches.remotes is not None
+    monkeypatch.setattr(batches.remotes, "_clock", settled)
+    try:
+        for _ in range(3):  # three reliefs, each with its own cache and two collections
+            cache = EvidenceCache(keep_open=True, batches=batches)
+            assert cache.collect(repo).remote_url == URL
+            assert cache.collect(repo).remote_url == URL
+            cache.close()
+    finally:
+        batches.close()
+    assert asked["remote"] == 1
+
+
+def test_a_relief_of_its_own_keeps_no_remote_beyond_itself(repo: Path) -> None:
+    cache = EvidenceCache(keep_open=True)
+    try:
+        assert cache.collect(repo).remote_url == URL
+        assert cache._batch is not None and cache._batch.remotes is None
+    finally:
+        cache.close()
+
+
+def _kept_then(repo: Path, asked: Counter[str], change: Callable[[], object]) -> RemoteAnswers:
+    """An answer kept, then ``change``: the next answer is git's again, and right."""
+    answers = RemoteAnswers(clock=settled)
+    ws = str(repo / "sub")
+    answers.answer(ws)
+    answers.answer(ws)
+    assert asked["remote"] == 1
+    change()
+    assert answers.answer(ws) == fresh(repo / "sub")
+    assert asked["remote"] == 2
+    return answers
+
+
+def test_git_remote_set_url_is_seen(repo: Path, asked: Counter[str]) -> None:
+    _kept_then(repo, asked, lambda: sh(repo, "remote", "set-url", "origin", "https://x.test/2"))
+    assert fresh(repo) == ("origin", "https://x.test/2")
+
+
+def test_a_new_remote_is_seen(repo: Path, asked: Counter[str]) -> None:
+    _kept_then(repo, asked, lambda: sh(repo, "remote", "rename", "origin", "upstream"))
+    assert fresh(repo) == ("upstream", URL)
+
+
+def _append(path: Path, text: str) -> Callable[[], None]:
+    def change() -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as handle:
+            handle.write(text)
+
+    return change
+
+
+REWRITE = '[url "https://mirror.test/"]\n\tinsteadOf = https://example.org/\n'
+
+
+def test_an_edit_of_the_repository_config_is_seen(repo: Path, asked: Counter[str]) -> None:
+    _kept_then(repo, asked, _append(repo / ".git" / "config", REWRITE))
+    assert fresh(repo) == ("origin", "https://mirror.test/one.git")
+
+
+def test_an_edit_of_the_global_config_is_seen(repo: Path, home: Path, asked: Counter[str]) -> None:
+    _kept_then(repo, asked, _append(home / ".gitconfig", REWRITE))
+    assert fresh(repo) == ("origin", "https://mirror.test/one.git")
+
+
+def test_an_edit_of_the_xdg_config_is_seen(repo: Path, home: Path, asked: Counter[str]) -> None:
+    _kept_then(repo, asked, _append(home / ".config" / "git" / "config", REWRITE))
+    assert fresh(repo) == ("origin", "https://mirror.test/one.git")
+
+
+def test_an_edit_of_xdg_config_home_is_seen(
+    repo: Path, tmp_path: Path, asked: Counter[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    _kept_then(repo, asked, _append(tmp_path / "xdg" / "git" / "config", REWRITE))
+    assert fresh(repo) == ("origin", "https://mirror.test/one.git")
+
+
+def test_an_edit_of_the_system_config_is_seen(
+    repo: Path, tmp_path: Path, asked: Counter[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The system file is the one git names (checked here); a change to it is seen. The
+    file edited stands in for it: /etc/gitconfig is not the test's to edit."""
+    executable, identity = evidence._git_executable()
+    named = evidence._system_config(executable, identity)
+    assert named is not None and os.path.isabs(named)
+    stand_in = tmp_path / "gitconfig"
+    stand_in.write_text("[core]\n\tquotePath = true\n")
+    monkeypatch.setitem(evidence._SYSTEM_CONFIG, (executable, identity), str(stand_in))
+    _kept_then(repo, asked, _append(stand_in, "[core]\n\tautocrlf = false\n"))
+
+
+def test_a_worktree_config_is_seen(repo: Path, asked: Counter[str]) -> None:
+    sh(repo, "config", "extensions.worktreeConfig", "true")
+    _kept_then(
+        repo, asked,
+        lambda: sh(repo, "config", "--worktree", "url.https://w/.insteadOf", "https://example.org/"),
+    )  # fmt: skip
+    assert (repo / ".git" / "config.worktree").exists()
+    assert fresh(repo) == ("origin", "https://w/one.git")
+
+
+def test_a_linked_worktree_sees_its_common_config(
+    repo: Path, tmp_path: Path, asked: Counter[str]
+) -> None:
+    linked = tmp_path / "linked"
+    sh(repo, "worktree", "add", "-q", "-b", "side", str(linked))
+    answers = RemoteAnswers(clock=settled)
+    assert answers.answer(str(linked)) == ("origin", URL)
+    assert answers.answer(str(linked)) == ("origin", URL)
+    assert asked["remote"] == 1
+    sh(repo, "remote", "set-url", "origin", "https://x.test/4")
+    assert answers.answer(str(linked)) == ("origin", "https://x.test/4") == fresh(linked)
+    assert asked["remote"] == 2
+
+
+def test_a_new_legacy_remotes_file_is_seen(repo: Path, asked: Counter[str]) -> None:
+    _kept_then(repo, asked, _append(repo / ".git" / "remotes" / "old", "URL: https://o.test/\n"))
+
+
+def test_a_different_home_is_seen(
+    repo: Path, tmp_path: Path, asked: Counter[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = tmp_path / "other-home"
+    other.mkdir()
+    (other / ".gitconfig").write_text(REWRITE)
+    _kept_then(repo, asked, lambda: monkeypatch.setenv("HOME", str(other)))
+    assert fresh(repo) == ("origin", "https://mirror.test/one.git")
+
+
+def test_an_include_directive_is_never_kept(repo: Path, home: Path, asked: Counter[str]) -> None:
+    (home / "more.gitconfig").write_text(REWRITE)
+    (home / ".gitconfig").write_text("[include]\n\tpath = more.gitconfig\n")
+    answers = RemoteAnswers(clock=settled)
+    ws = str(repo / "sub")
+    for _ in range(3):
+        assert answers.answer(ws) == ("origin", "https://mirror.test/one.git") == fresh(repo)
+    assert asked["remote"] == 3
+
+
+def test_a_file_changed_just_before_the_fill_is_not_trusted(
+    repo: Path, asked: Counter[str]
+) -> None:
+    """The racily-clean rule: the clock reads the very moment the config last changed, so
+    a change in the same timestamp tick could go unseen: nothing is kept."""
+    config = repo / ".git" / "config"
+    changed = max(config.stat().st_mtime_ns, config.stat().st_ctime_ns)
+    answers = RemoteAnswers(clock=lambda: changed)
+    ws = str(repo / "sub")
+    for _ in range(2):
+        assert answers.answer(ws) == ("origin", URL)
+    assert asked["remote"] == 2
+
+
+def test_what_cannot_be_followed_asks_git_each_time(
+    tmp_path: Path, home: Path, asked: Counter[str]
+) -> None:
+    """A directory that could itself be a bare repository on the way up, and no repository
+    at all: git is asked each time and its answer (or its failure) is never kept."""
+    answers = RemoteAnswers(clock=settled)
+    plain = tmp_path / "plain"
+    (plain / "HEAD").mkdir(parents=True)
+    for _ in range(2):
+        assert answers.answer(str(plain)) == (None, None)  # not a repository: git failed
+    assert asked["remote"] == 2
