@@ -51,9 +51,10 @@ class ReliefOptions:
     sleep: Callable[[float], None] = time.sleep
     monotonic: Callable[[], float] = time.monotonic
     witnesses: Any = None  # a module-like object: observe, check, signal_if_match, ProcessWitness
-    #: Kept ``git cat-file`` processes shared by the reliefs of one controller process
-    #: (harness.evidence.GitBatches; the simulation's); None: the relief keeps its own, ended
-    #: with it.
+    #: Kept ``git cat-file`` processes, and ``git remote -v`` answers kept while proven
+    #: unchanged, shared by the reliefs of one controller process (harness.evidence.GitBatches;
+    #: the simulation's); None: the relief keeps its own processes, ended with it, and reads
+    #: the remote once.
     git_batches: Any = None
 
 
