@@ -26,11 +26,11 @@ from onstation.core.verdict import (
     classify_incident,
     decide,
 )
-from onstation.plan.capsule import CapsuleRejected, verify
+from onstation.plan.capsule import capsule_digest as payload_digest_of
 from onstation.plan.embedded import spliced_digest
 from onstation.plan.schemas import schema_violations
 from onstation.plan.tables import available, load_table, requirements_from_payload, table_name
-from onstation.plan.validator import capacity_digest, capsule_defects
+from onstation.plan.validator import CapsuleCheck, capacity_digest, check_capsule
 
 PLAN_FORMAT = "onstation.resurrection-plan/v1"
 INCIDENT_SCOPE = "onstation-incident-v1"
@@ -254,6 +254,13 @@ def _discontinuities(
     return out
 
 
+def _payload_digest(capsule_doc: dict[str, Any]) -> str | None:
+    try:
+        return payload_digest_of(capsule_doc["payload"])
+    except BadInput:
+        return None
+
+
 def _incident_digest(incident: dict[str, Any], capsule_canonical: bytes | None) -> str:
     if capsule_canonical is None:
         return digest(INCIDENT_SCOPE, incident)
@@ -267,6 +274,7 @@ def resurrect(
     trusted: Mapping[str, bytes] | None = None,
     capsule_digest: str | None = None,
     capsule_canonical: bytes | None = None,
+    capsule_check: CapsuleCheck | None = None,
 ) -> tuple[dict[str, Any], Verdict]:
     """Decide one incident; returns (plan, verdict). ``now`` defaults to the incident's asOf.
 
@@ -274,7 +282,10 @@ def resurrect(
     payload object, unchanged since (a relief: :func:`onstation.plan.capsule.seal`); the
     capsule's stated digest and receipts are still checked against it. ``capsule_canonical``,
     likewise, the canonical bytes of that very capsule document (the plan id's digest then
-    splices them in: :mod:`onstation.plan.embedded`)."""
+    splices them in: :mod:`onstation.plan.embedded`). ``capsule_check``, likewise, the
+    caller's :func:`onstation.plan.validator.check_capsule` of that very document under the
+    same trusted keys (a relief hands the same check to the plan validator); the capsule is
+    checked here unless it :meth:`~onstation.plan.validator.CapsuleCheck.answers` for it."""
     incident = check_incident(incident)
     moment = now if now is not None else parse_time(incident["asOf"], "asOf")
     obs = incident["observations"]
@@ -290,13 +301,12 @@ def resurrect(
     )
     kind = classify_incident(observations)
     capsule_doc = incident["capsule"]
-    defects = [
-        f"{d.rule} {d.pointer}: {d.message}" for d in capsule_defects(capsule_doc, capsule_digest)
-    ]
-    try:
-        verify(capsule_doc, trusted or {}, payload_digest=capsule_digest)
-    except CapsuleRejected as exc:
-        defects.insert(0, f"capsule not verified: {exc.message}")
+    keys = trusted or {}
+    if capsule_check is None or not capsule_check.answers(
+        capsule_doc, capsule_digest or _payload_digest(capsule_doc), keys
+    ):
+        capsule_check = check_capsule(capsule_doc, keys, capsule_digest)
+    defects = list(capsule_check.defects)
     translation, table = _translation(incident)
     capacity_status, capacity_detail = _capacity(incident, moment)
     predecessor = incident["predecessor"]

@@ -61,6 +61,9 @@ class _Ctx:
         # (see onstation.plan.capsule.seal); the rules still compare it with what is stated.
         self._capsule_digest: str | bool | None = capsule_digest or False
         self._prints: dict[int, str | None] = {}
+        #: (receipt index, key id, raw public key) whose signature a check of this very
+        #: capsule verified already (onstation.plan.validator.CapsuleCheck).
+        self.signed: frozenset[tuple[int, str, bytes]] = frozenset()
         self.native = (
             self.destination.get("mode") == "native-resume"
             or self.disposition == Disposition.NATIVE_RESUME_ELIGIBLE.value

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from onstation.core.canonical import canonical_bytes
 from onstation.core.effects import fingerprint
 from onstation.core.errors import BadInput
 from onstation.core.verdict import FORBIDDEN, Disposition
@@ -34,7 +35,7 @@ from onstation.plan.body_rules import (
     _xlt_004,
     capacity_digest,
 )
-from onstation.plan.capsule import capsule_digest
+from onstation.plan.capsule import CapsuleRejected, capsule_digest, verify
 from onstation.plan.rule_context import Rule, _Ctx, _list, _obj, _v
 from onstation.plan.schemas import Violation, schema_violations
 from onstation.plan.signing import SignatureRejected, verify_receipt
@@ -115,13 +116,19 @@ class Report:
 
 
 def validate_plan(
-    plan: Any, *, trusted: Mapping[str, bytes] | None = None, capsule_digest: str | None = None
+    plan: Any,
+    *,
+    trusted: Mapping[str, bytes] | None = None,
+    capsule_digest: str | None = None,
+    capsule_check: CapsuleCheck | None = None,
 ) -> Report:
-    """Schema first, then semantics; both always run. ``capsule_digest``: see
-    :func:`semantic_violations`."""
+    """Schema first, then semantics; both always run. ``capsule_digest`` and
+    ``capsule_check``: see :func:`semantic_violations`."""
     return Report(
         schema_violations("plan", plan),
-        semantic_violations(plan, trusted=trusted, capsule_digest=capsule_digest),
+        semantic_violations(
+            plan, trusted=trusted, capsule_digest=capsule_digest, capsule_check=capsule_check
+        ),
     )
 
 
@@ -261,6 +268,9 @@ def _rcpt_002(c: _Ctx) -> Iterator[Violation]:
     for i, receipt in enumerate(_list(c.capsule.get("receipts"))):
         if not isinstance(receipt, dict) or _receipt_binding(c, receipt, recomputed):
             continue
+        kid, raw = receipt.get("keyId"), c.trusted.get(str(receipt.get("keyId")))
+        if raw is not None and (i, kid, bytes(raw)) in c.signed:
+            continue  # these bytes verified under this very key in this relief's check
         try:
             verify_receipt(
                 receipt,
@@ -477,18 +487,34 @@ RULE_FUNCTIONS: tuple[Rule, ...] = (
 
 
 def semantic_violations(
-    plan: Any, *, trusted: Mapping[str, bytes] | None = None, capsule_digest: str | None = None
+    plan: Any,
+    *,
+    trusted: Mapping[str, bytes] | None = None,
+    capsule_digest: str | None = None,
+    capsule_check: CapsuleCheck | None = None,
 ) -> list[Violation]:
     """Every cross-field safety rule over ``plan``; rules skip parts the schema rejects.
 
     ``capsule_digest`` only from a caller that computed it over the plan's very capsule
     payload object, unchanged since (:func:`onstation.plan.capsule.seal`); a plan read from
-    anywhere has its capsule's digest recomputed."""
+    anywhere has its capsule's digest recomputed. ``capsule_check``: the
+    :func:`check_capsule` of the plan's very capsule document, by the same caller (a
+    relief); its effect fingerprints and verified signatures are reused only when it
+    :meth:`~CapsuleCheck.covers` that document, every other rule runs as without it."""
     if not isinstance(plan, dict):
         return []
     ctx = _Ctx(plan, trusted, capsule_digest)
+    if capsule_check is not None and capsule_check.covers(
+        plan.get("capsule"), _recomputed_capsule_digest(ctx)
+    ):
+        ctx._prints.update(capsule_check.prints)
+        ctx.signed = capsule_check.signed
+    return _run(RULE_FUNCTIONS, ctx)
+
+
+def _run(rules: tuple[Rule, ...], ctx: _Ctx) -> list[Violation]:
     found: list[Violation] = []
-    for rule in RULE_FUNCTIONS:
+    for rule in rules:
         try:
             found.extend(rule(ctx))
         except (KeyError, TypeError, ValueError, AttributeError):
@@ -507,15 +533,96 @@ def capsule_defects(capsule_doc: Any, payload_digest: str | None = None) -> list
     """Defects that quarantine a capsule: digest, binding, fact coverage, citations,
     split tool pairs, fingerprints. Judged as if a ready verdict rested on it.
     ``payload_digest``: as :func:`semantic_violations`'s ``capsule_digest``."""
+    return _run(CAPSULE_RULES, _capsule_ctx(capsule_doc, payload_digest))
+
+
+def _capsule_ctx(capsule_doc: Any, payload_digest: str | None) -> _Ctx:
     plan = {"verdict": {"disposition": Disposition.REBODIMENT_READY.value}, "capsule": capsule_doc}
-    ctx = _Ctx(plan, None, payload_digest)
-    found: list[Violation] = []
-    for rule in CAPSULE_RULES:
-        try:
-            found.extend(rule(ctx))
-        except (KeyError, TypeError, ValueError, AttributeError):
-            continue
-    return sorted(set(found))
+    return _Ctx(plan, None, payload_digest)
+
+
+def _rest_bytes(capsule_doc: Any) -> bytes | None:
+    """The canonical bytes of a capsule document beside its payload (scope, stated digest,
+    receipts), or None when it has none."""
+    if not isinstance(capsule_doc, dict):
+        return None
+    try:
+        return canonical_bytes({k: v for k, v in capsule_doc.items() if k != "payload"})
+    except (BadInput, TypeError, ValueError, RecursionError):
+        return None
+
+
+@dataclass(frozen=True)
+class CapsuleCheck:
+    """One check of one sealed capsule document (issue 14): the defects and the signature
+    verification a verdict rests on (:func:`onstation.plan.incident.resurrect`), and what a
+    second check of the same document by the same caller need not recompute (the plan
+    validator's: each effect's fingerprint, each receipt's Ed25519 signature).
+
+    It applies only to the very document it checked (:meth:`covers`): the same object,
+    whose payload has the digest the check ran against (the caller's own, as for
+    ``capsule_digest``, or recomputed) and whose other members (scope, stated digest,
+    receipts) have the same canonical bytes. A signature is reused only for the same
+    receipt under the same trusted public key bytes."""
+
+    document: Any = field(repr=False, compare=False)
+    digest: str | None
+    rest: bytes | None
+    trusted: tuple[tuple[str, bytes], ...]
+    defects: tuple[str, ...]
+    prints: tuple[tuple[int, str | None], ...]
+    signed: frozenset[tuple[int, str, bytes]]
+
+    def covers(self, capsule_doc: Any, payload_digest: str | None) -> bool:
+        """Whether this check is of ``capsule_doc``, whose payload has ``payload_digest``."""
+        return (
+            capsule_doc is self.document
+            and self.digest is not None
+            and payload_digest == self.digest
+            and self.rest is not None
+            and _rest_bytes(capsule_doc) == self.rest
+        )
+
+    def answers(
+        self, capsule_doc: Any, payload_digest: str | None, trusted: Mapping[str, bytes]
+    ) -> bool:
+        """Whether :attr:`defects` are ``capsule_doc``'s under ``trusted`` (the same keys)."""
+        return self.covers(capsule_doc, payload_digest) and self.trusted == _trust_of(trusted)
+
+
+def _trust_of(trusted: Mapping[str, bytes]) -> tuple[tuple[str, bytes], ...]:
+    return tuple(sorted((str(k), bytes(v)) for k, v in trusted.items()))
+
+
+def check_capsule(
+    capsule_doc: Any, trusted: Mapping[str, bytes], payload_digest: str | None = None
+) -> CapsuleCheck:
+    """The capsule's defects (:func:`capsule_defects`) and its verification
+    (:func:`onstation.plan.capsule.verify`) under ``trusted``, as one line each, the failed
+    verification first. ``payload_digest``: as :func:`semantic_violations`'s
+    ``capsule_digest``."""
+    ctx = _capsule_ctx(capsule_doc, payload_digest)
+    defects = [f"{d.rule} {d.pointer}: {d.message}" for d in _run(CAPSULE_RULES, ctx)]
+    # The digest the rules used: the caller's, or recomputed just now from this payload.
+    digest = _recomputed_capsule_digest(ctx)
+    signed: frozenset[tuple[int, str, bytes]] = frozenset()
+    try:
+        verified = verify(capsule_doc, trusted, payload_digest=digest)
+    except CapsuleRejected as exc:
+        defects.insert(0, f"capsule not verified: {exc.message}")
+    else:
+        # verify checked every receipt, in order, against this digest: receipt i is signed
+        # by key_ids[i].
+        signed = frozenset((i, kid, bytes(trusted[kid])) for i, kid in enumerate(verified.key_ids))
+    return CapsuleCheck(
+        document=capsule_doc,
+        digest=digest,
+        rest=_rest_bytes(capsule_doc),
+        trusted=_trust_of(trusted),
+        defects=tuple(defects),
+        prints=tuple(ctx._prints.items()),
+        signed=signed,
+    )
 
 
 __all__ = [
@@ -523,9 +630,11 @@ __all__ = [
     "CAPSULE_RULES",
     "RULES",
     "RULE_FUNCTIONS",
+    "CapsuleCheck",
     "Report",
     "capacity_digest",
     "capsule_defects",
+    "check_capsule",
     "semantic_violations",
     "validate_plan",
 ]

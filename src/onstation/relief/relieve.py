@@ -374,7 +374,7 @@ class Relief(LaunchAndSettle):
         from onstation.plan.embedded import spliced_canonical, spliced_digest
         from onstation.plan.incident import resurrect
         from onstation.plan.keys import KeyStore
-        from onstation.plan.validator import validate_plan
+        from onstation.plan.validator import check_capsule, validate_plan
 
         store = KeyStore()
         keys = store.list()
@@ -416,12 +416,18 @@ class Relief(LaunchAndSettle):
         objects.store_object("capsule", self.node, capsule["digest"], capsule)
         with self.ledger.reading():
             incident = self._incident(predecessor, capsule, now)
+        # The sealed capsule is checked once (its defects, fingerprints and signatures) for
+        # the verdict and the validator both: each reuses the check only for this very
+        # document, under the same keys (plan/validator.py CapsuleCheck).
+        capsule_check = check_capsule(capsule, trusted, sealed_digest)
         plan, verdict = resurrect(incident, now=now, trusted=trusted,
                                   capsule_digest=sealed_digest,
-                                  capsule_canonical=sealed_bytes)  # fmt: skip
+                                  capsule_canonical=sealed_bytes,
+                                  capsule_check=capsule_check)  # fmt: skip
         # The plan goes through the schema and the semantic validator before any verdict
         # that permits a launch; an invalid plan launches nothing.
-        checked = validate_plan(plan, trusted=trusted, capsule_digest=sealed_digest)
+        checked = validate_plan(plan, trusted=trusted, capsule_digest=sealed_digest,
+                                capsule_check=capsule_check)  # fmt: skip
         if not checked.valid and verdict.disposition.value in _LAUNCHING:
             verdict = dataclasses.replace(
                 verdict, disposition=Disposition.QUARANTINED,
