@@ -398,7 +398,10 @@ class Relief(LaunchAndSettle):
             base = None
         evidence = self.evidence.collect(workspace, base)
         with self.ledger.reading():
-            agent = self._agent_parts(predecessor, workspace, evidence)
+            # The body the capsule is about, read once: its parts and the incident's
+            # sourceHarness come from the same session record.
+            session = self._body_session(predecessor)
+            agent = self._agent_parts(predecessor, workspace, evidence, session)
         stated = _capacity_state(self.capacity)
         if stated is not None:
             agent.setdefault("capacityState", stated)
@@ -415,7 +418,7 @@ class Relief(LaunchAndSettle):
         objects = Correspondence(self.ledger)
         objects.store_object("capsule", self.node, capsule["digest"], capsule)
         with self.ledger.reading():
-            incident = self._incident(predecessor, capsule, now)
+            incident = self._incident(predecessor, capsule, now, session)
         # The sealed capsule is checked once (its defects, fingerprints and signatures) for
         # the verdict and the validator both: each reuses the check only for this very
         # document, under the same keys (plan/validator.py CapsuleCheck).
@@ -444,10 +447,13 @@ class Relief(LaunchAndSettle):
         self.plan_digest = plan_digest
         return plan, verdict, capsule
 
-    def _agent_parts(self, predecessor: int, workspace: str, evidence: Any) -> dict[str, Any]:
+    def _agent_parts(
+        self, predecessor: int, workspace: str, evidence: Any, session: Any
+    ) -> dict[str, Any]:
         """The capsule parts from the predecessor's body (its capabilities, hook journal and
         transcript tail) and from what its agent stated (claims, each with its trust class;
-        ``--facts`` wins where it states a part)."""
+        ``--facts`` wins where it states a part). ``session``: the body's newest session
+        (:meth:`_body_session`), the one the incident's sourceHarness also comes from."""
         from onstation.harness.transcript_tail import tail_for_session
         from onstation.relief.handover_parts import (
             brief_claims,
@@ -458,7 +464,6 @@ class Relief(LaunchAndSettle):
         )
         from onstation.relief.tool_journal import journal_parts
 
-        session = self._body_session(predecessor)
         source = self._source_harness(session)
         parts: dict[str, Any] = dict(journal_parts(self.records, self.node, predecessor))
         used = [str(p["tool"]) for p in parts.get("toolPairs", [])]
@@ -521,7 +526,9 @@ class Relief(LaunchAndSettle):
             harness = (self.records.recorded_launcher(self.node) or {}).get("harness")
         return (find(harness, aliases=False) or CLAUDE_CODE).source_harness
 
-    def _incident(self, predecessor: int, capsule: dict[str, Any], now: Any) -> dict[str, Any]:
+    def _incident(
+        self, predecessor: int, capsule: dict[str, Any], now: Any, session: Any
+    ) -> dict[str, Any]:
         node = self.ledger.get_node(self.node)
         held = self.ledger.leases(self.node)
         leases = {ls.generation: ls for ls in held}
@@ -544,7 +551,7 @@ class Relief(LaunchAndSettle):
         cause = self.cause
         assert cause is not None
         incident = cause.incident
-        source_harness = self._source_harness(self._body_session(predecessor))
+        source_harness = self._source_harness(session)
         # The identity tuple comes from records; a part none holds is a gap the verdict
         # names (IDENTITY_UNKNOWN), never a placeholder that looks like a record.
         gaps = []
