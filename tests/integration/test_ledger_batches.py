@@ -231,3 +231,61 @@ def test_repeat_rows_writes_the_values_row_again_and_nothing_else() -> None:
         "INSERT INTO t (a, b) VALUES (?, lower(?)), (?, lower(?)), (?, lower(?)) "
         "ON CONFLICT (a) DO NOTHING RETURNING a"
     )
+
+
+def test_a_read_of_one_statement_opens_no_read_transaction(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Failing before: each of these was BEGIN, the statement, ROLLBACK (on PostgreSQL three
+    round trips). Each gives the same answer, and a node that does not exist is still
+    refused (asked only when the answer is empty)."""
+    from onstation.ledger.correspondence import Correspondence
+    from onstation.ledger.generation_bases import GenerationBases
+    from onstation.ledger.relief_records import ReliefLedger
+
+    _live(ledger, "body")
+    ledger.fence("body", expect_generation=1)
+    docs, relief = Correspondence(ledger), ReliefLedger(ledger)
+    bases = GenerationBases(ledger)
+    log, opened = _count(ledger, monkeypatch)
+    reads: list[Callable[[], object]] = [
+        lambda: ledger.history("body"),
+        lambda: ledger.history("body", limit=2),
+        lambda: ledger.events_of("body", after=0),
+        lambda: ledger.dispatched_calls("body"),
+        lambda: ledger.dispatched_calls("body", generation=1),
+        lambda: ledger.open_effects("body"),
+        ledger.halts,
+        lambda: docs.messages("body"),
+        lambda: docs.open_exchanges("body"),
+        lambda: docs.notes("body"),
+        lambda: docs.latest_document("body", "brief"),
+        lambda: docs.late_documents("body"),
+        lambda: bases.base_of("body", 1),
+        lambda: relief.birth("body", 1),
+        relief.tasks,
+        lambda: relief.reliefs("body"),
+    ]
+    for read in reads:
+        read()
+    assert opened == []
+    assert "node_get" not in log
+    for read in (lambda: ledger.history("nobody"), lambda: ledger.dispatched_calls("nobody"),
+                 lambda: ledger.events_of("nobody", after=0)):  # fmt: skip
+        with pytest.raises(BadInput, match="no such node"):
+            read()
+
+
+def test_dispatched_calls_of_fenced_generations_follow_the_current_generation(
+    ledger: Ledger,
+) -> None:
+    _live(ledger, "body")
+    effect, _ = ledger.intend_effect("body", generation=1, operation="git.push",
+                                     destination="file:///r", arguments={})  # fmt: skip
+    ledger.dispatch_effect(effect.effect_id, generation=1)
+    assert ledger.dispatched_calls("body") == []  # generation 1 is the current one
+    assert [c.effect_id for c in ledger.dispatched_calls("body", generation=1)] == [
+        effect.effect_id]  # fmt: skip
+    ledger.fence("body", expect_generation=1)
+    assert [c.effect_id for c in ledger.dispatched_calls("body")] == [effect.effect_id]
+    assert ledger.dispatched_calls("body", generation=2) == []

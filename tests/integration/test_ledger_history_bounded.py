@@ -124,12 +124,14 @@ class _CountingTx:
 
 def _count_reads(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     fetched: list[int] = []
-    read = ledger._read
+    # Both ways a read runs: in a read transaction, or as one statement on its own.
+    for name in ("_read", "_read_single"):
+        read = getattr(ledger, name)
 
-    def counting(body: Callable[[Tx, int], Any]) -> Any:
-        return read(lambda tx, now: body(_CountingTx(tx, fetched), now))
+        def counting(body: Callable[[Tx, int], Any], read: Any = read) -> Any:
+            return read(lambda tx, now: body(_CountingTx(tx, fetched), now))
 
-    monkeypatch.setattr(ledger, "_read", counting)
+        monkeypatch.setattr(ledger, name, counting)
     return fetched
 
 

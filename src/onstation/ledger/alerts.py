@@ -141,12 +141,12 @@ class AlertStore(LedgerBase):
     def webhooks(self, *, include_disabled: bool = False) -> list[Webhook]:
         """The subscriptions in force (with ``include_disabled``, removed ones too)."""
         sql = self._q("webhook_list_all" if include_disabled else "webhook_list_enabled")
-        return [_webhook(r) for r in self._read(lambda tx, _now: tx.all(sql))]
+        return [_webhook(r) for r in self._read_single(lambda tx, _now: tx.all(sql))]
 
     def webhook(self, webhook_id: int) -> Webhook:
         """One subscription by id (removed or not)."""
         _check_id(webhook_id)
-        row = self._read(lambda tx, _now: tx.one(self._q("webhook_by_id"), (webhook_id,)))
+        row = self._read_single(lambda tx, _now: tx.one(self._q("webhook_by_id"), (webhook_id,)))
         if row is None:
             raise BadInput(f"no such webhook {webhook_id}", webhook_id=webhook_id)
         return _webhook(row)
@@ -173,7 +173,7 @@ class AlertStore(LedgerBase):
 
     def alert_cursor(self) -> int:
         """The last event seq detection has looked at."""
-        row = self._read(lambda tx, _now: tx.one(self._q("alert_cursor_get")))
+        row = self._read_single(lambda tx, _now: tx.one(self._q("alert_cursor_get")))
         return 0 if row is None else int(row[0])
 
     def relief_endings(self, relief_ids: Iterable[int]) -> dict[int, ReliefEnding]:
@@ -200,7 +200,7 @@ class AlertStore(LedgerBase):
         def body(tx: Tx, now: int) -> list[BodyLease]:
             return [self._lease(r) for r in tx.all(self._q("alert_overdue_leases"), (now,))]
 
-        return self._read(body)
+        return self._read_single(body)
 
     # -- alerts -----------------------------------------------------------------------------
 
@@ -261,27 +261,27 @@ class AlertStore(LedgerBase):
         """The newest alerts by detection time, newest first."""
         if limit < 1:
             raise BadInput("--limit: must be at least 1", field="limit")
-        rows = self._read(lambda tx, _now: tx.all(self._q("alert_recent"), (limit,)))
+        rows = self._read_single(lambda tx, _now: tx.all(self._q("alert_recent"), (limit,)))
         return [_alert(r) for r in rows]
 
     def alert(self, alert_id: str) -> Alert:
         """One alert by id."""
         validate_free_text(alert_id, "alert id", 256)
-        row = self._read(lambda tx, _now: tx.one(self._q("alert_by_id"), (alert_id,)))
+        row = self._read_single(lambda tx, _now: tx.one(self._q("alert_by_id"), (alert_id,)))
         if row is None:
             raise BadInput(f"no such alert {alert_id!r}", alert_id=alert_id)
         return _alert(row)
 
     def deliveries(self, alert_id: str) -> list[Delivery]:
         """The deliveries of one alert, by subscription."""
-        rows = self._read(
+        rows = self._read_single(
             lambda tx, _now: tx.all(self._q("alert_deliveries_of_alert"), (alert_id,))
         )
         return [_delivery(r) for r in rows]
 
     def attempts(self, alert_id: str, webhook_id: int) -> list[Attempt]:
         """Every attempt to deliver one alert to one subscription, oldest first."""
-        rows = self._read(lambda tx, _now: tx.all(self._q("alert_attempts_of_delivery"),
+        rows = self._read_single(lambda tx, _now: tx.all(self._q("alert_attempts_of_delivery"),
                                                   (alert_id, webhook_id)))  # fmt: skip
         return [_attempt(r) for r in rows]
 

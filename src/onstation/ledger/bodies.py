@@ -81,13 +81,13 @@ class HarnessLedger(BodyAdmission, GenerationBases, ToolOutcomes):
         """(node, bound path) of the closest bound ancestor of ``path``, if any."""
         candidates = workspace_candidates(path)
         sql = WORKSPACE_BINDINGS.format(marks=", ".join("?" for _ in candidates))
-        return self.ledger._read(lambda tx, _now: closest_binding(tx.all(sql, candidates)))
+        return self.ledger._read_single(lambda tx, _now: closest_binding(tx.all(sql, candidates)))
 
     # -- sessions as bodies -------------------------------------------------------------------
 
     def workspace_of(self, node: str) -> str | None:
         """The workspace most recently bound to ``node`` (None when it has none)."""
-        row = self.ledger._read(
+        row = self.ledger._read_single(
             lambda tx, _now: tx.one(self._q("workspace_latest_of_node"), (node,))
         )
         return None if row is None else str(row[0])
@@ -95,7 +95,7 @@ class HarnessLedger(BodyAdmission, GenerationBases, ToolOutcomes):
     def sessions(self, node: str) -> list[BodySession]:
         """Every session seen for a node, oldest first."""
         validate_name(node, "node")
-        return self.ledger._read(
+        return self.ledger._read_single(
             lambda tx, _now: [_session(r) for r in tx.all(self._q("sessions_of_node"), (node,))]
         )
 
@@ -112,7 +112,7 @@ class HarnessLedger(BodyAdmission, GenerationBases, ToolOutcomes):
     def recorded_launcher(self, node: str) -> dict[str, Any] | None:
         """What the identity's newest admitted body runs under (None: no body recorded one)."""
         validate_name(node, "node")
-        row = self.ledger._read(
+        row = self.ledger._read_single(
             lambda tx, _now: tx.one(self._q("session_recorded_launcher"), (node,))
         )
         return None if row is None else dict(json.loads(row[0]))
@@ -182,7 +182,7 @@ class HarnessLedger(BodyAdmission, GenerationBases, ToolOutcomes):
 
     def effect_for_tool_call(self, tool_use_id: str) -> str | None:
         """The effect a PreToolUse dispatched for this tool call, if any."""
-        row = self.ledger._read(
+        row = self.ledger._read_single(
             lambda tx, _now: tx.one(self._q("tool_call_effect"), (tool_use_id,))
         )
         return None if row is None else str(row[0])
@@ -316,7 +316,7 @@ class HarnessLedger(BodyAdmission, GenerationBases, ToolOutcomes):
 
     def latest_fill(self, node: str) -> dict[str, Any] | None:
         """The most recent fill reading of any body of ``node``."""
-        row = self.ledger._read(
+        row = self.ledger._read_single(
             lambda tx, _now: tx.one(self._q("telemetry_latest_of_node"), (node,))
         )
         if row is None:

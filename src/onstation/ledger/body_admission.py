@@ -34,7 +34,7 @@ class BodyAdmission(Correspondence):
 
     def session(self, session_id: str) -> BodySession | None:
         """The recorded body of a harness session, if it was ever seen."""
-        return self.ledger._read(lambda tx, _now: self._load_session(tx, session_id))
+        return self.ledger._read_single(lambda tx, _now: self._load_session(tx, session_id))
 
     def _load_session(self, tx: Tx, session_id: str) -> BodySession | None:
         row = tx.one(self._q("session_by_id"), (session_id,))

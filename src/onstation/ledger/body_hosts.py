@@ -15,7 +15,7 @@ from onstation.ledger.bodies import HarnessLedger
 def hosts_of_lease(records: HarnessLedger, lease_id: int) -> list[tuple[str, dict[str, Any]]]:
     """(session id, host process witness as JSON) of each session of lease ``lease_id`` that
     recorded its host, oldest first."""
-    rows = records.ledger._read(
+    rows = records.ledger._read_single(
         lambda tx, _now: tx.all(records._q("body_hosts_of_lease"), (lease_id,))
     )
     return [(str(session_id), json.loads(witness)) for session_id, witness in rows]

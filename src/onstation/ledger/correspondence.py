@@ -210,7 +210,7 @@ class Correspondence:
     def messages(self, recipient: str) -> list[Message]:
         """Every message for ``recipient``, delivered or not."""
         validate_name(recipient, "to")
-        return self.ledger._read(
+        return self.ledger._read_single(
             lambda tx, _now: [
                 _message(r) for r in tx.all(self._q("messages_of_recipient"), (recipient,))
             ]
@@ -219,7 +219,7 @@ class Correspondence:
     def open_exchanges(self, node: str) -> list[Message]:
         """APPROACH or CHECKPOINT messages to ``node`` that have no reply yet."""
         validate_name(node, "node")
-        return self.ledger._read(
+        return self.ledger._read_single(
             lambda tx, _now: [
                 _message(r) for r in tx.all(self._q("message_open_exchanges"), (node,))
             ]
@@ -264,7 +264,7 @@ class Correspondence:
     def notes(self, node: str) -> list[Note]:
         """The node's decisions and notes, oldest first."""
         validate_name(node, "node")
-        return self.ledger._read(
+        return self.ledger._read_single(
             lambda tx, _now: [
                 Note(int(r[0]), r[1], int(r[2]), r[3], r[4], r[5], _at(r[6]))
                 for r in tx.all(self._q("notes_of_node"), (node,))
@@ -323,7 +323,9 @@ class Correspondence:
     def latest_document(self, node: str, kind: str) -> Document | None:
         """The newest brief or manifest of ``node`` (late briefs are not hand-overs)."""
         validate_name(node, "node")
-        row = self.ledger._read(lambda tx, _now: tx.one(self._q("document_latest"), (node, kind)))
+        row = self.ledger._read_single(
+            lambda tx, _now: tx.one(self._q("document_latest"), (node, kind))
+        )
         return None if row is None else self._document(row)
 
     def late_documents(self, node: str, *, since_id: int = 0) -> list[Document]:
@@ -331,7 +333,7 @@ class Correspondence:
         validate_name(node, "node")
         return [
             self._document(r)
-            for r in self.ledger._read(
+            for r in self.ledger._read_single(
                 lambda tx, _now: tx.all(self._q("documents_late_since"), (node, since_id))
             )
         ]

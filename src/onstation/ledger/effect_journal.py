@@ -365,17 +365,18 @@ class EffectJournal(LedgerBase):
         validate_name(node, "node")
 
         def body(tx: Tx, _now: int) -> list[DispatchedCall]:
-            current = self._get_node(tx, node)
+            # One statement (the current generation read inside it): no read transaction
+            # around it; whether the node exists is asked only of an empty answer.
             if generation is None:
-                rows = tx.all(
-                    self._q("effect_calls_dispatched_of_fenced_generations"),
-                    (node, current.generation),
-                )
+                rows = tx.all(self._q("effect_calls_dispatched_of_fenced_generations"),
+                              (node, node))  # fmt: skip
             else:
                 rows = tx.all(self._q("effect_calls_dispatched_of_generation"), (node, generation))
+            if not rows:
+                self._require_node(tx, node)
             return [_dispatched_call(r) for r in rows]
 
-        return self._read(body)
+        return self._read_single(body)
 
     def settle_dispatched(
         self,
@@ -555,7 +556,7 @@ class EffectJournal(LedgerBase):
                 self._require_node(tx, node)
             return [self._effect(r) for r in rows]
 
-        return self._read(body)
+        return self._read_single(body)
 
     def effects(self, node: str, *, state: EffectState | None = None) -> list[Effect]:
         """The node's effects, oldest first, optionally only those in one state."""

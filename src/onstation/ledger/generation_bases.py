@@ -45,7 +45,7 @@ class GenerationBases(Correspondence):
     def base_of(self, node: str, generation: int) -> str | None:
         """The commit ``generation`` started from, or None when it was never learnt."""
         validate_name(node, "node")
-        row = self.ledger._read(
+        row = self.ledger._read_single(
             lambda tx, _now: tx.one(self._q("generation_base_of"), (node, generation))
         )
         return None if row is None else str(row[0])

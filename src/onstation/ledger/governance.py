@@ -190,4 +190,4 @@ class Governance(LedgerBase):
     def halts(self, *, active_only: bool = True) -> list[Halt]:
         """Halts on record (by default only those in force)."""
         sql = self._q("halts_in_force" if active_only else "halts_all")
-        return self._read(lambda tx, _now: [self._halt(r) for r in tx.all(sql)])
+        return self._read_single(lambda tx, _now: [self._halt(r) for r in tx.all(sql)])

@@ -61,7 +61,9 @@ class IdempotencyStore(LedgerBase):
     def idempotent_answer(self, token_id: str, key: str) -> StoredAnswer | None:
         """The answer kept for ``key`` of ``token_id``, or None."""
         check_idempotency_key(key)
-        row = self._read(lambda tx, _now: tx.one(self._q("idempotency_get"), (token_id, key)))
+        row = self._read_single(
+            lambda tx, _now: tx.one(self._q("idempotency_get"), (token_id, key))
+        )
         return None if row is None else _answer(row)
 
     def keep_idempotent_answer(

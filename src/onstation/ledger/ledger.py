@@ -114,7 +114,7 @@ class Ledger(
             sql, params = self._q("events_after"), (seq,)
         else:
             sql, params = self._q("events_after_limited"), (seq, limit)
-        return self._read(lambda tx, _now: [_event_record(r) for r in tx.all(sql, params)])
+        return self._read_single(lambda tx, _now: [_event_record(r) for r in tx.all(sql, params)])
 
     def events_of(
         self, node: str, *, after: int = 0, kind: str | None = None, limit: int = 1000
@@ -136,16 +136,17 @@ class Ledger(
             validate_free_text(kind, "kind", 256)
 
         def body(tx: Tx, _now: int) -> list[Event]:
-            self._get_node(tx, node)
             if kind is None:
                 rows = tx.all(self._q("events_of_node_after"), (node, after, node, limit))
             else:
                 rows = tx.all(
                     self._q("events_of_node_kind_after"), (node, after, node, kind, limit)
                 )
+            if not rows:
+                self._require_node(tx, node)
             return [_event_record(r) for r in rows]
 
-        return self._read(body)
+        return self._read_single(body)
 
     def history(self, node: str | None = None, *, limit: int | None = None) -> list[Event]:
         """The append-only event history (of one node, or all), oldest first.
@@ -161,11 +162,12 @@ class Ledger(
 
         def body(tx: Tx, _now: int) -> list[Event]:
             if node is not None:
-                self._get_node(tx, node)
                 if limit is None:
                     rows = tx.all(self._q("events_of_node"), (node,))
                 else:
                     rows = tx.all(self._q("events_of_node_newest"), (node, node, limit))
+                if not rows:
+                    self._require_node(tx, node)
             elif limit is None:
                 rows = tx.all(self._q("events_all"))
             else:
@@ -174,7 +176,7 @@ class Ledger(
                 rows.reverse()  # read newest first; returned oldest first
             return [_event_record(r) for r in rows]
 
-        return self._read(body)
+        return self._read_single(body)
 
 
 def _event_record(r: Row) -> Event:

@@ -64,7 +64,9 @@ class NodeRecords(LedgerBase):
 
     def list_nodes(self) -> list[AgentNode]:
         """Every identity, by name."""
-        return self._read(lambda tx, _now: [self._node(r) for r in tx.all(self._q("nodes_all"))])
+        return self._read_single(
+            lambda tx, _now: [self._node(r) for r in tx.all(self._q("nodes_all"))]
+        )
 
     def add_actor(self, actor: str, *, node: str | None = None, by: str = "operator") -> Actor:
         """Record an office or mailbox, optionally held by a node."""
@@ -86,7 +88,7 @@ class NodeRecords(LedgerBase):
 
     def list_actors(self) -> list[Actor]:
         """Every actor."""
-        return self._read(
+        return self._read_single(
             lambda tx, _now: [
                 Actor(actor=r[0], node=r[1], created_at=_at(r[2]))
                 for r in tx.all(self._q("actors_all"))

@@ -221,7 +221,7 @@ class ReliefLedger:
             validate_name(owner, "owner")
             sql = self.ledger._q("task_list_of_owner")
             params = (owner,)
-        return self.ledger._read(lambda tx, _now: [_task(r) for r in tx.all(sql, params)])
+        return self.ledger._read_single(lambda tx, _now: [_task(r) for r in tx.all(sql, params)])
 
     # -- births and challenges --------------------------------------------------------------
 
@@ -266,7 +266,7 @@ class ReliefLedger:
 
     def birth(self, node: str, generation: int) -> Birth | None:
         """The birth record of one generation, if it was launched by a relief."""
-        row = self.ledger._read(
+        row = self.ledger._read_single(
             lambda tx, _now: tx.one(self.ledger._q("birth_by_generation"), (node, generation))
         )
         return None if row is None else _birth(row)
@@ -458,7 +458,7 @@ class ReliefLedger:
             validate_name(node, "node")
             sql = self.ledger._q("relief_list_of_node")
             params = (node,)
-        return self.ledger._read(lambda tx, _now: [_relief(r) for r in tx.all(sql, params)])
+        return self.ledger._read_single(lambda tx, _now: [_relief(r) for r in tx.all(sql, params)])
 
 
 def _commit_then(error: Conflict | StaleGeneration) -> Exception:

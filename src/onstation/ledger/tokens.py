@@ -108,13 +108,13 @@ class TokenStore(LedgerBase):
 
     def tokens(self) -> list[AccessToken]:
         """Every token, revoked ones too, newest first."""
-        rows = self._read(lambda tx, _now: tx.all(self._q("token_list")))
+        rows = self._read_single(lambda tx, _now: tx.all(self._q("token_list")))
         return [_record(r) for r in rows]
 
     def token(self, token_id: str) -> AccessToken:
         """One token by its id."""
         validate_name(token_id, "token_id")
-        row = self._read(lambda tx, _now: tx.one(self._q("token_by_id"), (token_id,)))
+        row = self._read_single(lambda tx, _now: tx.one(self._q("token_by_id"), (token_id,)))
         if row is None:
             raise BadInput(f"no such token {token_id!r}", token_id=token_id)
         return _record(row)
@@ -145,7 +145,7 @@ class TokenStore(LedgerBase):
         if parsed is None:
             return None
         token_id, secret = parsed
-        row = self._read(lambda tx, _now: tx.one(self._q("token_by_id"), (token_id,)))
+        row = self._read_single(lambda tx, _now: tx.one(self._q("token_by_id"), (token_id,)))
         if row is None or not hmac.compare_digest(_digest(secret), str(row[9])):
             return None
         record = _record(row)

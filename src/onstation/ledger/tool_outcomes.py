@@ -108,7 +108,7 @@ class ToolOutcomes(Correspondence):
             raise BadInput("generation: must be a positive integer", field="generation")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             raise BadInput(f"limit: must be an integer from 1 to {MAX_LIMIT}", field="limit")
-        rows = self.ledger._read(
+        rows = self.ledger._read_single(
             lambda tx, _now: tx.all(
                 self._q("tool_outcomes_of_generation"), (node, generation, limit)
             )

@@ -142,10 +142,11 @@ WHERE e.node = ? AND e.generation = ? AND e.state = 'DISPATCHED'
 ORDER BY e.created_at, e.effect_id;
 
 -- name: effect_calls_dispatched_of_fenced_generations
--- A node's DISPATCHED effects of generations before a given one, with their calls, oldest
--- first: what a reconcile may settle by asking the destination.
+-- A node's DISPATCHED effects of generations before its current one, with their calls,
+-- oldest first: what a reconcile may settle by asking the destination. Parameters: node, node.
 SELECT e.effect_id, e.generation, e.operation, e.arguments, c.session_id, c.tool_use_id,
        c.tool_name, c.input_digest, c.transcript_path, c.transcript_offset, c.observe
 FROM effect e LEFT JOIN effect_call c ON c.effect_id = e.effect_id
-WHERE e.node = ? AND e.generation < ? AND e.state = 'DISPATCHED'
+WHERE e.node = ? AND e.generation < (SELECT generation FROM agent_node WHERE name = ?)
+  AND e.state = 'DISPATCHED'
 ORDER BY e.created_at, e.effect_id;
