@@ -289,3 +289,48 @@ def test_dispatched_calls_of_fenced_generations_follow_the_current_generation(
     ledger.fence("body", expect_generation=1)
     assert [c.effect_id for c in ledger.dispatched_calls("body")] == [effect.effect_id]
     assert ledger.dispatched_calls("body", generation=2) == []
+
+
+def test_an_object_is_stored_in_one_statement_once_and_only_for_a_node(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Failing before: a node read, a digest read and the insert (three statements)."""
+    from onstation.ledger.correspondence import Correspondence
+
+    ledger.register_node("body")
+    objects = Correspondence(ledger)
+    plan = {"b": [1, 2.5, None, True], "a": {"é": "x"}}
+    digest = "ab" * 32
+    log, _ = _count(ledger, monkeypatch)
+    assert objects.store_object("plan", "body", digest, plan) is True
+    assert log == ["stored_object_insert"]
+    assert objects.store_object("plan", "body", digest, {"other": 1}) is False  # kept once
+    assert objects.stored_object("plan", digest).body == plan
+    with pytest.raises(BadInput, match="no such node"):
+        objects.store_object("plan", "nobody", digest, plan)  # even for a digest on record
+    with pytest.raises(BadInput, match="no such node"):
+        objects.store_object("plan", "nobody", "cd" * 32, plan)
+    assert [e.kind for e in ledger.history("body")] == ["node.registered"]
+
+
+def test_an_object_given_its_canonical_bytes_is_stored_as_them_once_they_are_its(
+    ledger: Ledger,
+) -> None:
+    from onstation.core.canonical import canonical_bytes
+    from onstation.ledger.correspondence import Correspondence
+
+    ledger.register_node("body")
+    objects = Correspondence(ledger)
+    capsule = {"payload": {"z": 1, "a": [1.0, "ü"]}, "digest": "ef" * 32}
+    exact = canonical_bytes(capsule)
+    assert objects.store_object("capsule", "body", "ef" * 32, capsule, canonical=exact)
+    assert objects.stored_object("capsule", "ef" * 32).body == capsule
+    stored = ledger._read(lambda tx, _now: tx.one(
+        "SELECT body FROM stored_object WHERE digest = ?", ("ef" * 32,)))  # fmt: skip
+    assert stored is not None and stored[0] == exact.decode("utf-8")
+    for wrong in (canonical_bytes({**capsule, "digest": "00" * 32}), b"\xff\xfe", b"{not json",
+                  canonical_bytes(capsule["payload"])):  # fmt: skip
+        with pytest.raises(BadInput, match="not the object's"):
+            objects.store_object("capsule", "body", "12" * 32, capsule, canonical=wrong)
+    with pytest.raises(BadInput, match="no capsule"):
+        objects.stored_object("capsule", "12" * 32)

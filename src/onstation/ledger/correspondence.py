@@ -338,23 +338,40 @@ class Correspondence:
             )
         ]
 
-    def store_object(self, kind: str, node: str, digest: str, body: dict[str, Any]) -> bool:
+    def store_object(
+        self,
+        kind: str,
+        node: str,
+        digest: str,
+        body: dict[str, Any],
+        *,
+        canonical: bytes | None = None,
+    ) -> bool:
         """Keep a capsule or plan under its digest (``kind`` 'capsule' or 'plan'); True when
         it was new. The caller computed the digest (the ledger does not know the formats); the
-        same digest is stored once."""
+        same digest is stored once.
+
+        ``canonical``: the body's canonical (RFC 8785) bytes, which the caller holds already;
+        they are kept as the stored text instead of encoding the body again, once shown to
+        be the body's (decoded, they must equal it: a caller's wrong bytes are refused, never
+        stored under the body's digest)."""
         if kind not in _OBJECT_KINDS:
             raise BadInput(f"kind: must be one of {', '.join(_OBJECT_KINDS)}", field="kind")
         validate_name(node, "node")
         if not _DIGEST.fullmatch(digest):
             raise BadInput(f"digest: {digest!r} is not a SHA-256 hex digest", field="digest")
-        text = json.dumps(body, sort_keys=True, ensure_ascii=False)
+        if canonical is None:
+            text = json.dumps(body, sort_keys=True, ensure_ascii=False)
+        else:
+            text = _text_of(canonical, body)
 
         def write(tx: Tx, now: int) -> bool:
-            self.ledger._get_node(tx, node)
-            if tx.one(self._q("stored_object_by_digest"), (digest,)) is not None:
-                return False
-            tx.run(self._q("stored_object_insert"), (digest, kind, node, text, now))
-            return True
+            # One statement: the node's existence and the digest's novelty are the insert's
+            # own conditions; why nothing was stored is asked only when nothing was.
+            if tx.one(self._q("stored_object_insert"), (digest, kind, text, now, node)):
+                return True
+            self.ledger._require_node(tx, node)
+            return False
 
         return self.ledger._write(write)
 
@@ -382,6 +399,19 @@ class Correspondence:
                            field="digest")  # fmt: skip
         d, k, node, body, at = rows[0]
         return StoredObject(str(d), str(k), str(node), json.loads(body), _at(at))
+
+
+def _text_of(canonical: bytes, body: dict[str, Any]) -> str:
+    """``canonical`` as text, when it is the JSON of ``body`` (decoding costs a fraction of
+    encoding it again); BadInput otherwise."""
+    try:
+        text = canonical.decode("utf-8")
+        same = json.loads(text) == body
+    except ValueError:  # not UTF-8, not JSON (UnicodeDecodeError, JSONDecodeError)
+        same = False
+    if not same:
+        raise BadInput("canonical: the bytes given are not the object's", field="canonical")
+    return text
 
 
 #: What :meth:`Correspondence.store_object` keeps.

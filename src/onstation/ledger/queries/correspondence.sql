@@ -95,8 +95,13 @@ SELECT document_id, node, generation, kind, path, content, digest, at, late FROM
 WHERE node = ? AND late = 1 AND document_id > ? ORDER BY document_id;
 
 -- name: stored_object_insert
--- Keep a capsule or plan under its digest (the caller checked it is not stored yet).
-INSERT INTO stored_object (digest, kind, node, body, at) VALUES (?, ?, ?, ?, ?);
+-- Keep a capsule or plan under its digest, for a node that exists (digest, kind, body, at,
+-- node); returns the digest when it was new, no row when the node does not exist or the
+-- digest is stored already (the same digest is stored once).
+INSERT INTO stored_object (digest, kind, node, body, at)
+SELECT ?, ?, name, ?, ? FROM agent_node WHERE name = ?
+ON CONFLICT (digest) DO NOTHING
+RETURNING digest;
 
 -- name: stored_object_by_digest
 -- One stored object by its full digest.
