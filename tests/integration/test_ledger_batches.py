@@ -334,3 +334,35 @@ def test_an_object_given_its_canonical_bytes_is_stored_as_them_once_they_are_its
             objects.store_object("capsule", "body", "12" * 32, capsule, canonical=wrong)
     with pytest.raises(BadInput, match="no capsule"):
         objects.stored_object("capsule", "12" * 32)
+
+
+def test_a_relief_step_without_detail_is_one_update_and_keeps_the_detail(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Failing before: the relief was read (and its detail re-encoded) for every step."""
+    from onstation.ledger.relief_records import ReliefLedger
+
+    ledger.register_node("body")
+    reliefs = ReliefLedger(ledger)
+    rid = reliefs.open_relief("body", cause="test", by="t").relief_id
+    first = reliefs.update_relief(rid, state="FENCED", to_generation=2,
+                                  detail={"b": {"x": None}, "a": [1, "é"]})  # fmt: skip
+    log, _ = _count(ledger, monkeypatch)
+    step = reliefs.update_relief(rid, state="LAUNCHING", verdict="REBODIMENT_READY")
+    assert log == ["relief_update_keeping_detail", "event_insert"]
+    assert step.detail == first.detail == {"a": [1, "é"], "b": {"x": None}}
+    assert (step.state, step.verdict, step.to_generation) == ("LAUNCHING", "REBODIMENT_READY", 2)
+    done = reliefs.update_relief(rid, state="SETTLED", finished=True, report_path="r.md")
+    assert done.finished_at is not None and done.report_path == "r.md"
+    assert done.verdict == "REBODIMENT_READY"
+    merged = reliefs.update_relief(rid, state="SETTLED", detail={"b": 1, "c": None})
+    assert merged.detail == {"a": [1, "é"], "b": 1, "c": None}  # shallow, None kept
+    assert reliefs.reliefs("body") == [merged]
+    events = [e for e in ledger.history("body") if e.kind.startswith("relief.")]
+    assert [(e.kind, e.generation, e.detail) for e in events[-3:]] == [
+        ("relief.launching", 1, {"relief_id": rid, "verdict": "REBODIMENT_READY"}),
+        ("relief.settled", 1, {"relief_id": rid, "verdict": None}),
+        ("relief.settled", 1, {"relief_id": rid, "verdict": None}),
+    ]
+    with pytest.raises(BadInput, match="no such relief"):
+        reliefs.update_relief(rid + 99, state="X")

@@ -432,6 +432,18 @@ class ReliefLedger:
         """Move a relief to its next step (and finish it)."""
 
         def body(tx: Tx, now: int) -> Relief:
+            if not detail:
+                # Nothing to merge: one UPDATE, the detail left as it is stored.
+                got = tx.one(self.ledger._q("relief_update_keeping_detail"),
+                             (state, verdict, to_generation, 1 if finished else 0, now,
+                              report_path, relief_id))  # fmt: skip
+                if got is None:
+                    raise BadInput(f"no such relief {relief_id}")
+                updated = _relief(got)
+                self.ledger._event(tx, now, node=updated.node, kind=f"relief.{state.lower()}",
+                                   generation=to_generation or updated.from_generation,
+                                   actor=by, relief_id=relief_id, verdict=verdict)  # fmt: skip
+                return updated
             row = tx.one(self.ledger._q("relief_by_id"), (relief_id,))
             if row is None:
                 raise BadInput(f"no such relief {relief_id}")

@@ -120,6 +120,17 @@ WHERE relief_id = ?
 RETURNING relief_id, node, from_generation, to_generation, state, verdict, cause, started_at,
           finished_at, report_path, detail;
 
+-- name: relief_update_keeping_detail
+-- relief_update for a step that adds nothing to the detail: the detail stays as stored (no
+-- read of it first). Returns the row, none when there is no such relief.
+UPDATE relief SET state = ?, verdict = COALESCE(?, verdict),
+       to_generation = COALESCE(?, to_generation),
+       finished_at = CASE WHEN ? = 1 THEN ? ELSE finished_at END,
+       report_path = COALESCE(?, report_path)
+WHERE relief_id = ?
+RETURNING relief_id, node, from_generation, to_generation, state, verdict, cause, started_at,
+          finished_at, report_path, detail;
+
 -- name: relief_list_all
 -- Every relief, oldest first.
 SELECT relief_id, node, from_generation, to_generation, state, verdict, cause, started_at,
