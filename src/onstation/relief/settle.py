@@ -93,14 +93,20 @@ class LaunchAndSettle:
             recipients.insert(0, node.spawner)
         if self.opts.by not in recipients and self.opts.by != node.spawner:
             recipients.append(self.opts.by)
-        for recipient in recipients:
-            with contextlib.suppress(BadInput):
-                self.records.post_message(
-                    sender="onstation",
-                    recipient=recipient,
-                    kind="relief_not_launched",
-                    body=text[:20_000],
-                )
+        # One write transaction for every copy (issue 14). A copy refused (BadInput: only
+        # the arguments' checks, made before its statements) leaves the others posted.
+        with self.ledger.transaction():
+            for recipient in recipients:
+                self._post_notice(recipient, text)
+
+    def _post_notice(self, recipient: str, text: str) -> None:
+        with contextlib.suppress(BadInput):
+            self.records.post_message(
+                sender="onstation",
+                recipient=recipient,
+                kind="relief_not_launched",
+                body=text[:20_000],
+            )
 
     def _release_hold(self, why: str) -> None:
         """Nothing launches: the generation the fence made is fenced in turn (never reused)."""
@@ -303,14 +309,9 @@ class LaunchAndSettle:
             if launched is not None:
                 self.relief.set_launch_witness(self.node, generation, launched.to_json())
         missing = "no heartbeat in time"
+        read: tuple[object, Any, Any] | None = None  # (change token, birth, lease) last read
         for _ in self._wait("the successor's challenge echo", self.opts.challenge_wait):
-            # The birth and, once answered, its lease as of one moment (one read transaction
-            # per poll instead of two: issue 14).
-            with self.ledger.reading():
-                birth = self.relief.birth(self.node, generation)
-                assert birth is not None
-                lease = (None if birth.answered_at is None
-                         else self.ledger.lease(self.node, generation))  # fmt: skip
+            birth, lease, read = self._birth_and_lease(generation, read)
             if body is None and birth.launch_witness is not None and launched is None:
                 launched = witnesses.ProcessWitness.from_json(birth.launch_witness)
                 self.say(f"a session took the lease (pid {launched.pid}); waiting for its echo")
@@ -374,6 +375,24 @@ class LaunchAndSettle:
                                  by=self.opts.by)  # fmt: skip
         return False, reason
 
+    def _birth_and_lease(
+        self, generation: int, read: tuple[object, Any, Any] | None
+    ) -> tuple[Any, Any, tuple[object, Any, Any] | None]:
+        """The successor's birth and, once answered, its lease, as of one moment (one read
+        transaction: issue 14); the last poll's rows again, unread, while the ledger's change
+        token says nothing was committed since they were read, by any connection (this
+        one's own writes included). Where the backend has no token every poll reads."""
+        token = self.ledger.change_token()
+        if read is not None and token is not None and read[0] == token:
+            return read[1], read[2], read
+        with self.ledger.reading():
+            birth = self.relief.birth(self.node, generation)
+            assert birth is not None
+            lease = (None if birth.answered_at is None
+                     else self.ledger.lease(self.node, generation))  # fmt: skip
+        # Taken before the read: a commit in between only makes the next poll read again.
+        return birth, lease, None if token is None else (token, birth, lease)
+
     def _wait(self, what: str, total: float) -> Iterator[None]:
         """Yield once per poll until ``total`` seconds have passed, showing the wait."""
         began = self.opts.monotonic()
@@ -410,12 +429,17 @@ class LaunchAndSettle:
             generation=predecessor,
         )  # fmt: skip
         approved = False
+        read_at: object | None = None  # the change token when the last read found no reply
         for _ in self._wait("the predecessor's shutdown approval", self.opts.shutdown_wait):
+            token = self.ledger.change_token()
+            if token is not None and token == read_at:
+                continue  # nothing committed since that read: still no reply (issue 14)
             replies = [m for m in self.records.messages(self.opts.by)
                        if m.reply_to == request.message_id]  # fmt: skip
             if replies:
                 approved = True
                 break
+            read_at = token
         if birth is None or birth.launch_witness is None:
             return ("shutdown approved" if approved else "shutdown not acknowledged") + (
                 "; no process witness for the predecessor, no signal sent"
@@ -470,7 +494,9 @@ class LaunchAndSettle:
             lines += ["", "## Why it stopped", "", *(f"- {r}" for r in reasons)]
         if fix:
             lines += ["", "## To fix", "", *(f"- `{f}`" for f in fix)]
-        losses = self._losses(plan, predecessor, fenced=fenced)
+        # The predecessor's late briefs, read once for the losses and the report (issue 14).
+        late = [d for d in self.records.late_documents(self.node) if d.generation == predecessor]
+        losses = self._losses(plan, predecessor, late, fenced=fenced)
         lines += ["", *render_losses(losses)]
         lines += ["", "## Secrets", "", *self._redaction_lines(plan)]
         expired = [_exchange_loss(m, predecessor) for m in self.expired_exchanges]
@@ -479,8 +505,6 @@ class LaunchAndSettle:
         if self.scratch_removed is not None:
             lines += ["", f"- coordinator scratch file removed: {self.scratch_removed} (its "
                           "state is in the manifest's Scratch State)"]  # fmt: skip
-        late = self.records.late_documents(self.node)
-        late = [d for d in late if d.generation == predecessor]
         if late:
             lines += ["", "## Late evidence (untrusted)", ""]
             lines += [
@@ -505,12 +529,13 @@ class LaunchAndSettle:
         echoed = "echoed by the successor" if birth.answered_at is not None else "never echoed"
         return f"{reservation} (made for this attempt, bound in its challenge, {echoed})"
 
-    def _losses(self, plan: Any, predecessor: int, *, fenced: bool) -> list[Loss]:
-        """Every loss of this relief, from what it knew (relief/losses.py gathers them)."""
+    def _losses(self, plan: Any, predecessor: int, late: list[Any], *,
+                fenced: bool) -> list[Loss]:  # fmt: skip
+        """Every loss of this relief, from what it knew (relief/losses.py gathers them);
+        ``late`` is the predecessor's briefs recorded after its fence."""
         from onstation.relief.reconcile import unobserved_why
 
         handover = self.handover
-        late = [d for d in self.records.late_documents(self.node) if d.generation == predecessor]
         facts = ReliefFacts(
             fenced=fenced,
             handover_kind=handover.kind if handover is not None else None,
