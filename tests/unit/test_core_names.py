@@ -48,3 +48,33 @@ def test_every_accepted_name_is_path_safe(value: str) -> None:
         return
     assert "/" not in value and ".." not in value and "\x00" not in value
     assert not value.startswith(("-", ".")) and 0 < len(value) <= MAX_NAME_LENGTH
+
+
+@pytest.mark.parametrize("bad", ["abc\n", "abc\r\n", "a\nb", "\n", "abc\t", "abc "])
+def test_a_line_break_or_blank_anywhere_is_refused(bad: str) -> None:
+    """A ``$``-anchored match let a trailing line break through ("abc\\n" was accepted): a
+    name reaches file names, argv and one-line messages, so no line break may be in it."""
+    with pytest.raises(BadInput, match="may hold only") as info:
+        validate_name(bad, "node")
+    assert info.value.message.startswith("node:") and "\n" not in info.value.message
+
+
+_RULE_CHARS = "abcXYZ019_.:@+=-/\\\x00\n é"
+
+
+@given(st.text(alphabet=_RULE_CHARS, max_size=MAX_NAME_LENGTH + 3))
+def test_accepted_exactly_when_every_rule_holds(value: str) -> None:
+    """The one-match fast path accepts exactly the names every stated rule accepts."""
+    allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:@+=-")
+    expected = (
+        0 < len(value) <= MAX_NAME_LENGTH
+        and set(value) <= allowed
+        and value[0] not in "-.:@+="
+        and ".." not in value
+    )
+    try:
+        validate_name(value)
+        accepted = True
+    except BadInput:
+        accepted = False
+    assert accepted == expected, value
