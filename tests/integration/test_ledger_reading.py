@@ -4,11 +4,13 @@ what the same reads give alone, and a write inside the block is refused without 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from onstation.ledger import Ledger
+from onstation.ledger.ledger import Reread
 from onstation.relief.team import team_rows
 
 
@@ -69,3 +71,24 @@ def test_the_team_view_reads_in_one_transaction(
     assert [r["node"] for r in rows] == ["exec-0", "exec-1", "exec-2"]
     assert all(r["open_effects"] == 1 and r["lease"] is not None for r in rows)
     assert opened == [1]
+
+
+def test_a_reread_reads_again_only_after_a_commit(
+    ledger: Ledger, make_ledger: Callable[..., Ledger]
+) -> None:
+    """``Reread``: while nothing is committed (by this connection or another) the last answer
+    is given again unread; after a commit by another connection it reads. A backend without
+    a change token (PostgreSQL) reads on every call."""
+    _team(ledger)
+    reads: list[int] = []
+
+    def read() -> int:
+        reads.append(1)
+        return ledger.get_node("exec-0").generation
+
+    poll = Reread(ledger, read)
+    assert [poll(), poll(), poll()] == [1, 1, 1]
+    assert len(reads) == (1 if ledger.change_token() is not None else 3)
+    make_ledger().register_node("exec-9")  # a commit on another connection
+    before = len(reads)
+    assert poll() == 1 and len(reads) == before + 1

@@ -14,6 +14,8 @@ by the pure functions in :mod:`onstation.core`; this module moves rows.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Generic
 
 from onstation.core.errors import (
     BadInput,
@@ -31,6 +33,7 @@ from onstation.ledger.base import (
     MAX_LEASE_TTL,
     RESPAWN_KINDS,
     Clock,
+    T,
     _at,
     from_us,
     system_clock,
@@ -179,6 +182,28 @@ class Ledger(
         return self._read_single(body)
 
 
+class Reread(Generic[T]):
+    """``read()``'s answer, read again only once something was committed to ``ledger`` since
+    the last read, by any connection (its :meth:`Ledger.change_token` moved); where the
+    backend keeps no token (PostgreSQL) every call reads. For a poll that would otherwise
+    read the same rows again and again while nothing happens."""
+
+    def __init__(self, ledger: Ledger, read: Callable[[], T]) -> None:
+        self._ledger = ledger
+        self._read = read
+        self._last: tuple[object, T] | None = None  # (the token taken before it, the answer)
+
+    def __call__(self) -> T:
+        token = self._ledger.change_token()
+        last = self._last
+        if last is not None and token is not None and last[0] == token:
+            return last[1]
+        answer = self._read()
+        # Taken before the read: a commit in between only makes the next call read again.
+        self._last = None if token is None else (token, answer)
+        return answer
+
+
 def _event_record(r: Row) -> Event:
     return Event(int(r[0]), r[1], r[2], None if r[3] is None else int(r[3]), r[4],
                  json.loads(r[5]), _at(r[6]))  # fmt: skip
@@ -191,6 +216,7 @@ __all__ = [
     "RESPAWN_KINDS",
     "Clock",
     "Ledger",
+    "Reread",
     "from_us",
     "system_clock",
     "to_us",

@@ -20,6 +20,7 @@ from onstation.harness.adapters import CLAUDE_CODE, find
 from onstation.harness.launch import LaunchedBody, Launcher, LaunchSpec, onstation_argv
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import INTERACTIVE_HOLDER, HarnessLedger
+from onstation.ledger.ledger import Reread
 from onstation.ledger.relief_records import ReliefLedger, new_nonce
 from onstation.relief.hook_texts import shutdown_request
 from onstation.relief.losses import Ambiguous, Loss, ReliefFacts, gather
@@ -97,16 +98,13 @@ class LaunchAndSettle:
         # the arguments' checks, made before its statements) leaves the others posted.
         with self.ledger.transaction():
             for recipient in recipients:
-                self._post_notice(recipient, text)
-
-    def _post_notice(self, recipient: str, text: str) -> None:
-        with contextlib.suppress(BadInput):
-            self.records.post_message(
-                sender="onstation",
-                recipient=recipient,
-                kind="relief_not_launched",
-                body=text[:20_000],
-            )
+                with contextlib.suppress(BadInput):
+                    self.records.post_message(
+                        sender="onstation",
+                        recipient=recipient,
+                        kind="relief_not_launched",
+                        body=text[:20_000],
+                    )
 
     def _release_hold(self, why: str) -> None:
         """Nothing launches: the generation the fence made is fenced in turn (never reused)."""
@@ -309,9 +307,10 @@ class LaunchAndSettle:
             if launched is not None:
                 self.relief.set_launch_witness(self.node, generation, launched.to_json())
         missing = "no heartbeat in time"
-        read: tuple[object, Any, Any] | None = None  # (change token, birth, lease) last read
+        # A poll reads again only after something was committed since its last read (issue 14).
+        poll = Reread(self.ledger, lambda: self._birth_and_lease(generation))
         for _ in self._wait("the successor's challenge echo", self.opts.challenge_wait):
-            birth, lease, read = self._birth_and_lease(generation, read)
+            birth, lease = poll()
             if body is None and birth.launch_witness is not None and launched is None:
                 launched = witnesses.ProcessWitness.from_json(birth.launch_witness)
                 self.say(f"a session took the lease (pid {launched.pid}); waiting for its echo")
@@ -375,23 +374,15 @@ class LaunchAndSettle:
                                  by=self.opts.by)  # fmt: skip
         return False, reason
 
-    def _birth_and_lease(
-        self, generation: int, read: tuple[object, Any, Any] | None
-    ) -> tuple[Any, Any, tuple[object, Any, Any] | None]:
+    def _birth_and_lease(self, generation: int) -> tuple[Any, Any]:
         """The successor's birth and, once answered, its lease, as of one moment (one read
-        transaction: issue 14); the last poll's rows again, unread, while the ledger's change
-        token says nothing was committed since they were read, by any connection (this
-        one's own writes included). Where the backend has no token every poll reads."""
-        token = self.ledger.change_token()
-        if read is not None and token is not None and read[0] == token:
-            return read[1], read[2], read
+        transaction: issue 14)."""
         with self.ledger.reading():
             birth = self.relief.birth(self.node, generation)
             assert birth is not None
             lease = (None if birth.answered_at is None
                      else self.ledger.lease(self.node, generation))  # fmt: skip
-        # Taken before the read: a commit in between only makes the next poll read again.
-        return birth, lease, None if token is None else (token, birth, lease)
+        return birth, lease
 
     def _wait(self, what: str, total: float) -> Iterator[None]:
         """Yield once per poll until ``total`` seconds have passed, showing the wait."""
@@ -429,17 +420,13 @@ class LaunchAndSettle:
             generation=predecessor,
         )  # fmt: skip
         approved = False
-        read_at: object | None = None  # the change token when the last read found no reply
+        # Read again only after something was committed since the last read (issue 14).
+        replies = Reread(self.ledger, lambda: [m for m in self.records.messages(self.opts.by)
+                                               if m.reply_to == request.message_id])  # fmt: skip
         for _ in self._wait("the predecessor's shutdown approval", self.opts.shutdown_wait):
-            token = self.ledger.change_token()
-            if token is not None and token == read_at:
-                continue  # nothing committed since that read: still no reply (issue 14)
-            replies = [m for m in self.records.messages(self.opts.by)
-                       if m.reply_to == request.message_id]  # fmt: skip
-            if replies:
+            if replies():
                 approved = True
                 break
-            read_at = token
         if birth is None or birth.launch_witness is None:
             return ("shutdown approved" if approved else "shutdown not acknowledged") + (
                 "; no process witness for the predecessor, no signal sent"
