@@ -260,3 +260,42 @@ def test_what_cannot_be_followed_asks_git_each_time(
     for _ in range(2):
         assert answers.answer(str(plain)) == (None, None)  # not a repository: git failed
     assert asked["remote"] == 2
+
+
+def test_two_workspaces_of_one_work_tree_ask_git_once(repo: Path, asked: Counter[str]) -> None:
+    """Subdirectories of one work tree read the very same files: one answer serves both, and
+    a change to them is seen from either."""
+    (repo / "other").mkdir()
+    answers = RemoteAnswers(clock=settled)
+    for ws in (repo / "sub", repo / "other", repo, repo / "sub"):
+        assert answers.answer(str(ws)) == ("origin", URL)
+    assert asked["remote"] == 1
+    sh(repo, "remote", "set-url", "origin", "https://x.test/5")
+    assert answers.answer(str(repo / "other")) == ("origin", "https://x.test/5")
+    assert answers.answer(str(repo / "sub")) == ("origin", "https://x.test/5") == fresh(repo)
+    assert asked["remote"] == 2
+
+
+def test_two_repositories_keep_answers_of_their_own(
+    repo: Path, tmp_path: Path, asked: Counter[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each repository's answer is its own; past the bound the oldest answer is let go (and
+    asked of git again when needed)."""
+    second = tmp_path / "second"
+    second.mkdir()
+    sh(second, "init", "-q", "-b", "main")
+    sh(second, "remote", "add", "origin", "https://example.org/two.git")
+    third = tmp_path / "third"
+    third.mkdir()
+    sh(third, "init", "-q", "-b", "main")
+    answers = RemoteAnswers(clock=settled)
+    monkeypatch.setattr(evidence, "_REMOTES_KEPT", 2)
+    assert answers.answer(str(repo)) == ("origin", URL)
+    assert answers.answer(str(second)) == ("origin", "https://example.org/two.git")
+    assert answers.answer(str(repo)) == ("origin", URL)
+    assert asked["remote"] == 2
+    assert answers.answer(str(third)) == (None, None)  # a third: the oldest (repo's) goes
+    assert answers.answer(str(second)) == ("origin", "https://example.org/two.git")
+    assert asked["remote"] == 3
+    assert answers.answer(str(repo)) == ("origin", URL)
+    assert asked["remote"] == 4

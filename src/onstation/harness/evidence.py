@@ -760,7 +760,10 @@ class RemoteAnswers:
 
     def __init__(self, clock: Callable[[], int] = time.time_ns) -> None:
         self._clock = clock
-        self._kept: dict[str, tuple[tuple[object, ...], tuple[str | None, str | None]]] = {}
+        # Keyed by the inputs themselves, not by the workspace: two workspaces in one
+        # repository (subdirectories of one work tree) read the very same files, so one
+        # answer serves both (the simulation's two agents share one repository).
+        self._kept: dict[tuple[object, ...], tuple[str | None, str | None]] = {}
 
     def answer(self, ws: str) -> tuple[str | None, str | None]:
         """(name, fetch URL) of ``ws``'s remote, as :func:`_parse_remotes` reads ``git
@@ -769,12 +772,10 @@ class RemoteAnswers:
         try:
             before = _remote_inputs(ws)
         except _Unproven:
-            self._kept.pop(ws, None)
             return _parse_remotes(git(ws, "remote", "-v"))
-        kept = self._kept.get(ws)
-        if kept is not None and kept[0] == before.key:
-            return kept[1]
-        self._kept.pop(ws, None)
+        kept = self._kept.get(before.key)
+        if kept is not None:
+            return kept
         out = git(ws, "remote", "-v")
         found = _parse_remotes(out)
         if out is not None and _settled(before.stats, began):
@@ -783,8 +784,15 @@ class RemoteAnswers:
             except _Unproven:
                 return found
             if after == before:
-                self._kept[ws] = (before.key, found)
+                while len(self._kept) >= _REMOTES_KEPT:
+                    del self._kept[next(iter(self._kept))]  # the oldest: inputs long changed
+                self._kept[before.key] = found
         return found
+
+
+#: The most ``git remote -v`` answers a :class:`RemoteAnswers` keeps (one per set of inputs:
+#: an answer whose inputs changed is never found again, so the oldest go first).
+_REMOTES_KEPT = 64
 
 
 class GitBatches:
