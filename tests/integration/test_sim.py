@@ -139,3 +139,39 @@ def test_the_checker_skips_a_look_only_when_nothing_was_committed(tmp_path: Path
     finally:
         mine.close()
         other.close()
+
+
+def test_the_history_digest_is_that_of_the_whole_history(tmp_path: Path) -> None:
+    """The checker hashes the events as it reads them (issue 14: the history is not read a
+    second time at the end of a run); its digest is the one of the whole history read at
+    once, also when the run stopped before the checks read the last events."""
+    import hashlib
+    import re
+
+    from onstation.core.governor import RespawnPolicy
+    from onstation.ledger import Ledger, to_us
+    from onstation.sim.invariants import Invariants
+
+    def whole(ledger: Ledger) -> tuple[str, int]:
+        rows = [(e.seq, e.node, e.kind, e.generation, e.actor, to_us(e.at))
+                for e in ledger.events_after(0)]  # fmt: skip
+        text = "\n".join("|".join(str(v) for v in row) for row in rows)
+        text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+                      "<uuid>", text)  # fmt: skip
+        return hashlib.sha256(text.encode()).hexdigest(), len(rows)
+
+    ledger = Ledger.open(str(tmp_path / "ledger.db"))
+    try:
+        checks = Invariants(RespawnPolicy())
+        ledger.register_node("agent-1", role="executor", by="test")
+        checks.check(ledger)
+        session = "claude-code session 0f8fad5b-d9cb-469f-a165-70867728950e"
+        ledger.acquire_lease("agent-1", holder="a body", by=session)
+        checks.check(ledger)
+        ledger.fence("agent-1", expect_generation=1, by="test")  # not read by the checks
+        digest = checks.history_digest(ledger)
+        assert digest == whole(ledger) and digest[1] >= 3
+        assert any("0f8fad5b" in e.actor for e in ledger.events_after(0))  # a uuid masked
+        assert checks.history_digest(ledger) == digest  # asked again: nothing new to hash
+    finally:
+        ledger.close()
