@@ -372,3 +372,130 @@ def test_an_intended_effect_is_returned_as_written_not_read_back(
     assert again == ledger.get_effect(effect.effect_id)
     assert (again.effect_id, again.generation, again.state.value) == (
         effect.effect_id, 2, "INTENDED")  # fmt: skip
+
+
+def test_an_effects_step_reads_the_effect_and_the_guards_rows_in_one_statement(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An effect's step reads the effect, the node, its lease and the acting generation's
+    birth in one statement (issue 14: three before; PostgreSQL after locking the node's row,
+    sent in the same round trip), a new effect its node, lease and birth in one (two before),
+    and each returns what a fresh read returns."""
+    ledger.register_node("body")
+    ledger.acquire_lease("body")
+    log, opened = _count(ledger, monkeypatch)
+    pg = ledger.backend.name == "postgres"
+    effect, _ = ledger.intend_effect(
+        "body", generation=1, operation="git.push", destination="file:///r", arguments={"a": 1}
+    )
+    # A new effect: the guard's node and lease and the birth's state in one read too.
+    assert log[: 2 if pg else 1] == [*(["node_row_lock"] if pg else []), "node_lease_and_birth"]
+    assert "node_and_lease" not in log and "birth_state_of_generation" not in log
+    log.clear()
+    opened.clear()
+    lock = ["effect_node_row_lock"] if pg else []
+    dispatched = ledger.dispatch_effect(effect.effect_id, generation=1)
+    # A dispatch also asks the halt gate (PostgreSQL: after taking it, shared).
+    gate = ["SELECT id FROM gate WHERE id = 1 FOR SHARE"] if pg else []
+    assert log == [*lock, "effect_and_guard", *gate, "halt_blocking_node", "effect_advance",
+                   "event_insert"]  # fmt: skip
+    log.clear()
+    observed = ledger.observe_effect(effect.effect_id, generation=1, result={"ok": True})
+    assert log == [*lock, "effect_and_guard", "effect_advance", "event_insert"]
+    log.clear()
+    committed = ledger.commit_effect(effect.effect_id, generation=1)
+    assert log == [*lock, "effect_and_guard", "effect_advance", "event_insert"]
+    assert opened == ["write"] * 3
+    assert dispatched.state.value == "DISPATCHED" and observed.result == {"ok": True}
+    assert committed == ledger.get_effect(effect.effect_id)
+
+
+@pytest.mark.parametrize("running", [False, True])
+def test_an_effects_step_still_denies_a_stale_body_and_an_unchallenged_successor(
+    ledger: Ledger, running: bool
+) -> None:
+    """The one read of an effect's step decides as the three reads did: a fenced generation
+    is denied with a receipt, a successor whose birth is not yet RUNNING may not dispatch,
+    one RUNNING may; an effect that does not exist is bad input."""
+    from onstation.ledger.relief_records import CHALLENGE_FIELDS, ReliefLedger
+
+    ledger.register_node("body")
+    ledger.acquire_lease("body")
+    effect, _ = ledger.intend_effect(
+        "body", generation=1, operation="git.push", destination="file:///r", arguments={"a": 1}
+    )
+    ledger.fence("body", expect_generation=1)
+    with pytest.raises(StaleGeneration) as stale:
+        ledger.dispatch_effect(effect.effect_id, generation=1)
+    assert (stale.value.details["presented_generation"],
+            stale.value.details["current_generation"]) == (1, 2)  # fmt: skip
+    assert [d.presented_generation for d in ledger.denials("body")] == [1]
+    lease = ledger.acquire_lease("body")  # generation 2's body, born of a relief
+    births = ReliefLedger(ledger)
+    challenge: dict[str, Any] = dict.fromkeys(CHALLENGE_FIELDS, "x")
+    births.start_birth("body", generation=2, lease_id=lease.lease_id, challenge=challenge,
+                       by="relief")  # fmt: skip
+    if running:
+        births.decide_birth("body", generation=2, running=True, reason="agreed", by="relief")
+    second, _ = (
+        ledger.intend_effect(
+            "body", generation=2, operation="git.push", destination="file:///r", arguments={"b": 2}
+        )
+        if running
+        else (effect, False)
+    )
+    if running:
+        assert ledger.dispatch_effect(second.effect_id, generation=2).state.value == "DISPATCHED"
+    else:
+        # The old generation's effect, presented by the new body before its challenge: the
+        # guard lets generation 2 pass; its birth does not.
+        with pytest.raises(StaleGeneration) as early:
+            ledger.dispatch_effect(effect.effect_id, generation=2)
+        assert early.value.details["reason"] == "successor not yet challenged"
+        assert len(ledger.denials("body")) == 2
+    with pytest.raises(BadInput, match="no such effect"):
+        ledger.observe_effect("eff-nothing", generation=2)
+
+
+def test_an_effects_step_waiting_on_a_fence_sees_the_generation_the_fence_made(
+    ledger_url: str,
+) -> None:
+    """PostgreSQL: an effect's one read is taken once the node's row lock is held, so a body
+    whose generation was fenced while its step waited is denied, not allowed."""
+    if not ledger_url.startswith("postgresql://"):
+        pytest.skip("SQLite's writer lock serializes whole transactions; no read can wait")
+    import psycopg
+
+    with Ledger.open(ledger_url) as setup:
+        setup.register_node("body")
+        setup.acquire_lease("body")
+        effect, _ = setup.intend_effect("body", generation=1, operation="git.push",
+                                        destination="file:///r", arguments={})  # fmt: skip
+    fencer, body = Ledger.open(ledger_url), Ledger.open(ledger_url)
+    outcome: dict[str, Any] = {}
+    try:
+        with fencer.transaction():
+            fencer.fence("body", expect_generation=1)
+
+            def dispatch() -> None:
+                try:
+                    outcome["effect"] = body.dispatch_effect(effect.effect_id, generation=1)
+                except StaleGeneration as exc:
+                    outcome["denied"] = exc.details
+
+            worker = threading.Thread(target=dispatch)
+            worker.start()
+            waiter = body.backend._conn.info.backend_pid  # type: ignore[attr-defined]
+            with psycopg.connect(ledger_url.partition("?schema=")[0], autocommit=True) as watch:
+                while not watch.execute(
+                    "SELECT 1 FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'",
+                    (waiter,),
+                ).fetchone():
+                    assert worker.is_alive(), outcome
+        worker.join()
+    finally:
+        fencer.close()
+        body.close()
+    assert "effect" not in outcome
+    assert (outcome["denied"]["presented_generation"],
+            outcome["denied"]["current_generation"]) == (1, 2)  # fmt: skip

@@ -501,6 +501,23 @@ class LedgerBase:
             raise BadInput(f"no such node {name!r}", node=name)
         return self._node(row), None if row[8] is None else self._lease(row[8:])
 
+    def _guard_and_rights(
+        self, tx: Tx, now: int, name: str, generation: int, action: str
+    ) -> _Guarded:
+        """:meth:`_guard`, then :meth:`_require_effect_rights`, from one read of the node, its
+        lease and the acting generation's birth (issue 14: two statements before, each a
+        round trip on PostgreSQL), taken after the node's row lock as the guard's own is."""
+        _check_generation(generation, "generation")
+        if self._pg:
+            tx.send(self._q("node_row_lock"), (name,))
+        row = tx.one(self._q("node_lease_and_birth"), (generation, name))
+        if row is None:
+            raise BadInput(f"no such node {name!r}", node=name)
+        read = (self._node(row), None if row[8] is None else self._lease(row[8:]))
+        guarded = self._guard(tx, now, name, generation, action, read=read)
+        self._require_effect_rights(tx, now, name, generation, action, birth=(row[19],))
+        return guarded
+
     def _require_node(self, tx: Tx, name: str) -> None:
         """Refuse a node that does not exist: asked by a read only when its answer is empty
         (rows naming a node prove it exists: their foreign key, and no node is ever deleted)."""
@@ -542,10 +559,17 @@ class LedgerBase:
     # ----------------------------------------------------------------------------------------
     # the generation guard
 
-    def _guard(self, tx: Tx, now: int, name: str, generation: int, action: str) -> _Guarded:
-        """Check a body's generation inside the writing transaction; record a denial if stale."""
+    def _guard(
+        self, tx: Tx, now: int, name: str, generation: int, action: str, *,
+        read: tuple[AgentNode, BodyLease | None] | None = None,
+    ) -> _Guarded:  # fmt: skip
+        """Check a body's generation inside the writing transaction; record a denial if stale.
+
+        ``read``: the node and its current generation's lease as the caller read them in this
+        transaction, after locking the node's row as :meth:`_node_and_lease` does (an effect's
+        step reads them with the effect: ``effect_and_guard``); else they are read here."""
         _check_generation(generation, "generation")
-        node, lease = self._node_and_lease(tx, name, lock=True)
+        node, lease = read if read is not None else self._node_and_lease(tx, name, lock=True)
         outcome = judge_write(
             presented=generation,
             current=node.generation,
@@ -587,13 +611,21 @@ class LedgerBase:
         return int(row[0])
 
     def _require_effect_rights(
-        self, tx: Tx, now: int, node: str, generation: int, action: str
-    ) -> None:
-        """A successor launched by a relief acts only once its birth is RUNNING."""
-        row = tx.one(self._q("birth_state_of_generation"), (node, generation))
-        if row is None or row[0] == "RUNNING":
+        self, tx: Tx, now: int, node: str, generation: int, action: str, *,
+        birth: tuple[str | None] | None = None,
+    ) -> None:  # fmt: skip
+        """A successor launched by a relief acts only once its birth is RUNNING.
+
+        ``birth``: the generation's birth state as the caller read it in this transaction
+        (``(None,)`` when it has no birth); else it is read here."""
+        if birth is None:
+            row = tx.one(self._q("birth_state_of_generation"), (node, generation))
+            state = None if row is None else row[0]
+        else:
+            state = birth[0]
+        if state is None or state == "RUNNING":
             return
-        reason = "successor not yet challenged" if row[0] == "PROVISIONAL" else "birth failed"
+        reason = "successor not yet challenged" if state == "PROVISIONAL" else "birth failed"
         denial_id = self._deny(tx, now, node, generation, generation, action, reason)
         raise _CommitThenRaise(
             StaleGeneration(

@@ -183,8 +183,7 @@ class EffectJournal(LedgerBase):
             return self._effect(inserted), True
 
         def body(tx: Tx, now: int) -> tuple[Effect, bool]:
-            self._guard(tx, now, node, generation, description)
-            self._require_effect_rights(tx, now, node, generation, description)
+            self._guard_and_rights(tx, now, node, generation, description)
             self._refuse_if_halted(tx, node, "new effect")
             original = logical_effect(tx)
             if repeat_print is None:
@@ -242,12 +241,23 @@ class EffectJournal(LedgerBase):
         result_text = None if result is None else canonical_bytes(result).decode("utf-8")
 
         def body(tx: Tx, now: int) -> Effect:
-            effect = self._load_effect(tx, effect_id)
-            self._guard(tx, now, effect.node, generation, f"effect {action.value} {effect_id}")
+            # The effect, the guard's node and lease and the birth's state in one read (issue
+            # 14: three statements before, each a round trip on PostgreSQL), taken once the
+            # node's row is locked, as the guard's own read is.
+            if self._pg:
+                tx.send(self._q("effect_node_row_lock"), (effect_id,))
+            row = tx.one(self._q("effect_and_guard"), (generation, effect_id))
+            if row is None:
+                raise BadInput(f"no such effect {effect_id!r}", effect_id=effect_id)
+            effect = self._effect(row[:17])
+            read = (self._node(row[17:25]), None if row[25] is None else self._lease(row[25:36]))
+            self._guard(tx, now, effect.node, generation, f"effect {action.value} {effect_id}",
+                        read=read)  # fmt: skip
             if action is EffectAction.DISPATCH:
                 self._require_effect_rights(
-                    tx, now, effect.node, generation, f"effect dispatch {effect_id}"
-                )
+                    tx, now, effect.node, generation, f"effect dispatch {effect_id}",
+                    birth=(row[36],),
+                )  # fmt: skip
                 self._refuse_if_halted(tx, effect.node, "effect dispatch")
             resolve = (
                 f"an operator resolves it with `onstation effect resolve {effect_id} "

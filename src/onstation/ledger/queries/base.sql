@@ -34,6 +34,17 @@ SELECT n.name, n.role, n.spawner, n.generation, n.state, n.created_at, n.breaker
 FROM agent_node n LEFT JOIN body_lease l ON l.node = n.name AND l.generation = n.generation
 WHERE n.name = ?;
 
+-- name: node_lease_and_birth
+-- As node_and_lease, and the birth state of the generation that acts (the column of
+-- birth_state_of_generation, NULL when it was not born of a relief): a new effect's guard and
+-- effect rights in one read. Parameters: the acting generation, the node.
+SELECT n.name, n.role, n.spawner, n.generation, n.state, n.created_at, n.breaker_open,
+       n.breaker_reason, l.lease_id, l.node, l.generation, l.state, l.holder, l.acquired_at,
+       l.renewed_at, l.expires_at, l.ended_at, l.end_reason, l.lease_id,
+       (SELECT b.state FROM birth b WHERE b.node = n.name AND b.generation = ?)
+FROM agent_node n LEFT JOIN body_lease l ON l.node = n.name AND l.generation = n.generation
+WHERE n.name = ?;
+
 -- name: lease_of_generation
 -- The lease of one generation of a node, if any (the last column, run_id, reads the lease id).
 SELECT l.lease_id, l.node, l.generation, l.state, l.holder, l.acquired_at, l.renewed_at,

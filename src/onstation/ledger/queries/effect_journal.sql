@@ -58,6 +58,29 @@ SELECT effect_id, node, generation, fingerprint, operation, destination, argumen
        resolution, repeat_of, repeat_reason
 FROM effect WHERE effect_id = ?;
 
+-- name: effect_node_row_lock
+-- Lock the row of the node one effect belongs to, its row not read. PostgreSQL runs it (FOR
+-- UPDATE, see postgres/effect_journal.sql) before effect_and_guard, as node_row_lock before
+-- node_and_lease; SQLite's writer lock already covers a write, and the code does not run it
+-- there.
+SELECT 1 FROM agent_node WHERE name = (SELECT node FROM effect WHERE effect_id = ?);
+
+-- name: effect_and_guard
+-- An effect step's reads in one: the effect (the columns of effect_by_id), its node and the
+-- lease of the node's current generation (the columns of node_and_lease), and the birth state
+-- of the generation that acts (birth_state_of_generation; NULL when it was not born of a
+-- relief). Parameters: the acting generation, the effect id.
+SELECT e.effect_id, e.node, e.generation, e.fingerprint, e.operation, e.destination,
+       e.arguments, e.approval_slot, e.caller_ref, e.state, e.result, e.created_at,
+       e.updated_at, e.resolved_by, e.resolution, e.repeat_of, e.repeat_reason,
+       n.name, n.role, n.spawner, n.generation, n.state, n.created_at, n.breaker_open,
+       n.breaker_reason, l.lease_id, l.node, l.generation, l.state, l.holder, l.acquired_at,
+       l.renewed_at, l.expires_at, l.ended_at, l.end_reason, l.lease_id,
+       (SELECT b.state FROM birth b WHERE b.node = e.node AND b.generation = ?)
+FROM effect e JOIN agent_node n ON n.name = e.node
+LEFT JOIN body_lease l ON l.node = n.name AND l.generation = n.generation
+WHERE e.effect_id = ?;
+
 -- name: effect_advance
 -- Move an effect from the state it was read in to the next one, keeping its result unless a
 -- new one is given; returns the effect as it is now (the columns of effect_by_id), no row if

@@ -23,3 +23,14 @@ FROM agent_node n LEFT JOIN LATERAL (
     SELECT * FROM body_lease b WHERE b.node = n.name AND b.generation = n.generation OFFSET 0
 ) l ON true
 WHERE n.name = ?;
+
+-- name: node_lease_and_birth
+-- As the portable node_lease_and_birth, the lease found by its key as in node_and_lease.
+SELECT n.name, n.role, n.spawner, n.generation, n.state, n.created_at, n.breaker_open,
+       n.breaker_reason, l.lease_id, l.node, l.generation, l.state, l.holder, l.acquired_at,
+       l.renewed_at, l.expires_at, l.ended_at, l.end_reason, l.lease_id,
+       (SELECT b.state FROM birth b WHERE b.node = n.name AND b.generation = ?)
+FROM agent_node n LEFT JOIN LATERAL (
+    SELECT * FROM body_lease b WHERE b.node = n.name AND b.generation = n.generation OFFSET 0
+) l ON true
+WHERE n.name = ?;
