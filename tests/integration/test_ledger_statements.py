@@ -245,34 +245,37 @@ def test_a_release_and_an_effects_step_return_what_a_fresh_read_returns(ledger: 
     assert released.state is LeaseState.RELEASED and released.end_reason == "released by body"
 
 
-def test_a_guard_waiting_on_a_fence_sees_the_generation_the_fence_made(
-    ledger_url: str,
-) -> None:
-    """PostgreSQL: the guard's read after the node's lock is taken once the lock is held, so
-    a body whose generation was fenced while it waited is denied, not allowed."""
+def _write_under_an_open_fence(
+    ledger_url: str, write: Callable[[Ledger, dict[str, Any]], object]
+) -> dict[str, Any]:
+    """PostgreSQL: run ``write`` (the body's, as generation 1) while another connection holds
+    a fence of the body uncommitted, and commit the fence only once the body's connection waits
+    for a lock the fence holds (the server says so). What ``write`` returned ("done") or the
+    denial's details ("denied")."""
     if not ledger_url.startswith("postgresql://"):
         pytest.skip("SQLite's writer lock serializes whole transactions; no read can wait")
     import psycopg
 
+    facts: dict[str, Any] = {}
     with Ledger.open(ledger_url) as setup:
         setup.register_node("body")
         setup.acquire_lease("body")
+        facts["effect"], _ = setup.intend_effect("body", generation=1, operation="git.push",
+                                                 destination="file:///r", arguments={})  # fmt: skip
     fencer, body = Ledger.open(ledger_url), Ledger.open(ledger_url)
     outcome: dict[str, Any] = {}
     try:
         with fencer.transaction():
             fencer.fence("body", expect_generation=1)
 
-            def renew() -> None:
+            def run() -> None:
                 try:
-                    outcome["lease"] = body.renew_lease("body", generation=1)
+                    outcome["done"] = write(body, facts)
                 except StaleGeneration as exc:
                     outcome["denied"] = exc.details
 
-            worker = threading.Thread(target=renew)
+            worker = threading.Thread(target=run)
             worker.start()
-            # Commit the fence only once the body's connection waits for a lock the fence
-            # holds (the server says so): the body has started its write under the fence.
             waiter = body.backend._conn.info.backend_pid  # type: ignore[attr-defined]
             with psycopg.connect(ledger_url.partition("?schema=")[0], autocommit=True) as watch:
                 while not watch.execute(
@@ -284,7 +287,32 @@ def test_a_guard_waiting_on_a_fence_sees_the_generation_the_fence_made(
     finally:
         fencer.close()
         body.close()
-    assert "lease" not in outcome
+    return outcome
+
+
+def test_a_guard_waiting_on_a_fence_sees_the_generation_the_fence_made(
+    ledger_url: str,
+) -> None:
+    """PostgreSQL: the guard's read after the node's lock is taken once the lock is held, so
+    a body whose generation was fenced while it waited is denied, not allowed."""
+    outcome = _write_under_an_open_fence(
+        ledger_url, lambda body, _facts: body.renew_lease("body", generation=1)
+    )
+    assert "done" not in outcome
+    assert (outcome["denied"]["presented_generation"],
+            outcome["denied"]["current_generation"]) == (1, 2)  # fmt: skip
+
+
+def test_an_effects_step_waiting_on_a_fence_sees_the_generation_the_fence_made(
+    ledger_url: str,
+) -> None:
+    """PostgreSQL: an effect's one read is taken once the node's row lock is held, so a body
+    whose generation was fenced while its step waited is denied, not allowed."""
+    outcome = _write_under_an_open_fence(
+        ledger_url,
+        lambda body, facts: body.dispatch_effect(facts["effect"].effect_id, generation=1),
+    )
+    assert "done" not in outcome
     assert (outcome["denied"]["presented_generation"],
             outcome["denied"]["current_generation"]) == (1, 2)  # fmt: skip
 
@@ -455,47 +483,3 @@ def test_an_effects_step_still_denies_a_stale_body_and_an_unchallenged_successor
         assert len(ledger.denials("body")) == 2
     with pytest.raises(BadInput, match="no such effect"):
         ledger.observe_effect("eff-nothing", generation=2)
-
-
-def test_an_effects_step_waiting_on_a_fence_sees_the_generation_the_fence_made(
-    ledger_url: str,
-) -> None:
-    """PostgreSQL: an effect's one read is taken once the node's row lock is held, so a body
-    whose generation was fenced while its step waited is denied, not allowed."""
-    if not ledger_url.startswith("postgresql://"):
-        pytest.skip("SQLite's writer lock serializes whole transactions; no read can wait")
-    import psycopg
-
-    with Ledger.open(ledger_url) as setup:
-        setup.register_node("body")
-        setup.acquire_lease("body")
-        effect, _ = setup.intend_effect("body", generation=1, operation="git.push",
-                                        destination="file:///r", arguments={})  # fmt: skip
-    fencer, body = Ledger.open(ledger_url), Ledger.open(ledger_url)
-    outcome: dict[str, Any] = {}
-    try:
-        with fencer.transaction():
-            fencer.fence("body", expect_generation=1)
-
-            def dispatch() -> None:
-                try:
-                    outcome["effect"] = body.dispatch_effect(effect.effect_id, generation=1)
-                except StaleGeneration as exc:
-                    outcome["denied"] = exc.details
-
-            worker = threading.Thread(target=dispatch)
-            worker.start()
-            waiter = body.backend._conn.info.backend_pid  # type: ignore[attr-defined]
-            with psycopg.connect(ledger_url.partition("?schema=")[0], autocommit=True) as watch:
-                while not watch.execute(
-                    "SELECT 1 FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'",
-                    (waiter,),
-                ).fetchone():
-                    assert worker.is_alive(), outcome
-        worker.join()
-    finally:
-        fencer.close()
-        body.close()
-    assert "effect" not in outcome
-    assert (outcome["denied"]["presented_generation"],
-            outcome["denied"]["current_generation"]) == (1, 2)  # fmt: skip
