@@ -92,3 +92,32 @@ def test_a_relief_encodes_its_payload_once_and_splices_it_elsewhere(
     [record] = ReliefLedger(ledger).reliefs("agent-1")
     stored = Correspondence(ledger).stored_object("plan", record.detail["plan_digest"])
     assert digest(PLAN_SCOPE, stored.body) == record.detail["plan_digest"]
+
+
+def test_a_relief_stores_its_capsule_and_plan_as_the_bytes_it_digested(
+    relief: tuple[Ledger, Relief],  # noqa: F811 - the fixture
+) -> None:
+    """The stored capsule and plan are kept as the canonical bytes the relief already held
+    (issue 14: not encoded once more): each stored text is its object's RFC 8785 encoding and
+    reads back as the object; the plan's text is what its digest is over."""
+    from onstation.core.canonical import canonical_bytes, digest, digest_of_canonical
+    from onstation.ledger.correspondence import Correspondence
+    from onstation.ledger.relief_records import ReliefLedger
+    from onstation.relief.relieve import PLAN_SCOPE
+
+    ledger, run = relief
+    assert run.run().state == "SETTLED"
+    [record] = ReliefLedger(ledger).reliefs("agent-1")
+    objects = Correspondence(ledger)
+    texts = {}
+    for kind, key in (("capsule", "capsule_digest"), ("plan", "plan_digest")):
+        stored = objects.stored_object(kind, record.detail[key])
+        row = ledger.backend.autocommit().one(
+            "SELECT body FROM stored_object WHERE digest = ?", (stored.digest,)
+        )
+        assert row is not None
+        texts[kind] = str(row[0]).encode()
+        assert texts[kind] == canonical_bytes(stored.body)
+    capsule_body = objects.stored_object("capsule", record.detail["capsule_digest"]).body
+    assert digest(CAPSULE_SCOPE, capsule_body["payload"]) == record.detail["capsule_digest"]
+    assert digest_of_canonical(PLAN_SCOPE, texts["plan"]) == record.detail["plan_digest"]

@@ -371,7 +371,7 @@ class Relief(LaunchAndSettle):
         from onstation.ledger.correspondence import Correspondence
         from onstation.plan.build import build_digested_payload
         from onstation.plan.capsule import seal
-        from onstation.plan.embedded import spliced_canonical, spliced_digest
+        from onstation.plan.embedded import digest_of_canonical, spliced_canonical
         from onstation.plan.incident import resurrect
         from onstation.plan.keys import KeyStore
         from onstation.plan.validator import check_capsule, validate_plan
@@ -416,7 +416,8 @@ class Relief(LaunchAndSettle):
                        payload_digest=sealed_digest)  # fmt: skip
         sealed_bytes = spliced_canonical(capsule, "payload", built.canonical)
         objects = Correspondence(self.ledger)
-        objects.store_object("capsule", self.node, capsule["digest"], capsule)
+        objects.store_object("capsule", self.node, capsule["digest"], capsule,
+                             canonical=sealed_bytes)  # fmt: skip
         with self.ledger.reading():
             incident = self._incident(predecessor, capsule, now, session)
         # The sealed capsule is checked once (its defects, fingerprints and signatures) for
@@ -438,9 +439,10 @@ class Relief(LaunchAndSettle):
                     Reason("PLAN_INVALID", f"{v.rule} {v.pointer}: {v.message}")
                     for v in checked.violations)),
             )  # fmt: skip
-        plan_digest = spliced_digest(PLAN_SCOPE, plan, "capsule", sealed_bytes)
+        plan_bytes = spliced_canonical(plan, "capsule", sealed_bytes)
+        plan_digest = digest_of_canonical(PLAN_SCOPE, plan_bytes)
         with self.ledger.transaction():  # the stored plan and the record citing it, together
-            objects.store_object("plan", self.node, plan_digest, plan)
+            objects.store_object("plan", self.node, plan_digest, plan, canonical=plan_bytes)
             self.relief.update_relief(rid, state="SEALED", detail={
                 "capsule_digest": capsule["digest"], "plan_digest": plan_digest,
                 "plan_violations": [v.to_json() for v in checked.violations]})  # fmt: skip
