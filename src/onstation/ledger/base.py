@@ -33,7 +33,7 @@ from onstation.core.types import (
     Effect,
     Halt,
 )
-from onstation.ledger.backends import Backend, Row, Tx, open_backend
+from onstation.ledger.backends import Backend, Params, Row, Tx, open_backend
 from onstation.ledger.named_queries import queries
 
 T = TypeVar("T")
@@ -494,12 +494,22 @@ class LedgerBase:
         admission committed while it waited (one statement locking through a join would
         re-check the node's new row against the lease row of its old snapshot).
         """
+        return self._node_lease_of(self._node_row(tx, name, "node_and_lease", (name,), lock=lock))
+
+    def _node_row(self, tx: Tx, name: str, query: str, params: Params, *, lock: bool) -> Row:
+        """The row ``query`` reads for node ``name`` (its node's columns first), the node's row
+        locked first when ``lock`` (see :meth:`_node_and_lease`); BadInput when there is none."""
         if lock and self._pg:
             tx.send(self._q("node_row_lock"), (name,))
-        row = tx.one(self._q("node_and_lease"), (name,))
+        row = tx.one(self._q(query), params)
         if row is None:
             raise BadInput(f"no such node {name!r}", node=name)
-        return self._node(row), None if row[8] is None else self._lease(row[8:])
+        return row
+
+    def _node_lease_of(self, row: Row) -> tuple[AgentNode, BodyLease | None]:
+        """The node (the columns of node_get) and its current lease (the 11 columns of
+        lease_of_generation after them, NULL when it has none) at the start of ``row``."""
+        return self._node(row), None if row[8] is None else self._lease(row[8:19])
 
     def _guard_and_rights(
         self, tx: Tx, now: int, name: str, generation: int, action: str
@@ -508,12 +518,8 @@ class LedgerBase:
         lease and the acting generation's birth (issue 14: two statements before, each a
         round trip on PostgreSQL), taken after the node's row lock as the guard's own is."""
         _check_generation(generation, "generation")
-        if self._pg:
-            tx.send(self._q("node_row_lock"), (name,))
-        row = tx.one(self._q("node_lease_and_birth"), (generation, name))
-        if row is None:
-            raise BadInput(f"no such node {name!r}", node=name)
-        read = (self._node(row), None if row[8] is None else self._lease(row[8:]))
+        row = self._node_row(tx, name, "node_lease_and_birth", (generation, name), lock=True)
+        read = self._node_lease_of(row)
         guarded = self._guard(tx, now, name, generation, action, read=read)
         self._require_effect_rights(tx, now, name, generation, action, birth=(row[19],))
         return guarded

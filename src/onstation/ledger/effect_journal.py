@@ -250,7 +250,7 @@ class EffectJournal(LedgerBase):
             if row is None:
                 raise BadInput(f"no such effect {effect_id!r}", effect_id=effect_id)
             effect = self._effect(row[:17])
-            read = (self._node(row[17:25]), None if row[25] is None else self._lease(row[25:36]))
+            read = self._node_lease_of(row[17:])
             self._guard(tx, now, effect.node, generation, f"effect {action.value} {effect_id}",
                         read=read)  # fmt: skip
             if action is EffectAction.DISPATCH:
