@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from onstation.harness import evidence
+from onstation.harness import evidence, git_kept
 from onstation.harness.evidence import EvidenceCache, collect, commits_since
 
 IDENTITY = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.org",
@@ -177,16 +177,16 @@ def test_a_relief_runs_a_handful_of_git_processes(calls: Counter[str]) -> None:
         sealed["reliefs"] += 1
         return real(self, *args)
 
-    kept: list[evidence._BatchCheck] = []
-    real_init = evidence._BatchCheck.__init__
+    kept: list[git_kept._BatchCheck] = []
+    real_init = git_kept._BatchCheck.__init__
 
-    def tracked(self: evidence._BatchCheck, *args: Any, **kwargs: Any) -> None:
+    def tracked(self: git_kept._BatchCheck, *args: Any, **kwargs: Any) -> None:
         real_init(self, *args, **kwargs)
         kept.append(self)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Relief, "_decide", counted)
-        patch.setattr(evidence._BatchCheck, "__init__", tracked)
+        patch.setattr(git_kept._BatchCheck, "__init__", tracked)
         result = simulate(3)
     assert result.ok
     assert sealed["reliefs"] >= 3
@@ -210,7 +210,7 @@ def test_shared_cat_files_outlive_each_relief_and_end_with_their_owner(
 ) -> None:
     """Two reliefs' caches over one GitBatches ask one kept process: closing a cache leaves
     it running, and each still answers as git does at that moment; the owner ends it."""
-    batches = evidence.GitBatches()
+    batches = git_kept.GitBatches()
     first = EvidenceCache(keep_open=True, batches=batches)
     head = sh(repo, "rev-parse", "HEAD")
     assert first.head(repo) == head

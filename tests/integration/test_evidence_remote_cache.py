@@ -1,5 +1,5 @@
 """``git remote -v`` kept across reliefs (issue 14) only while every file git reads to answer
-is proven unchanged (harness.evidence.RemoteAnswers): reused with no git process when nothing
+is proven unchanged (harness.git_kept.RemoteAnswers): reused with no git process when nothing
 changed; asked again after any change to what git reads (the repository's configuration, a
 worktree's, the global and system files, a legacy remotes/ file, HOME), never kept from a
 file with an include directive or one changed too recently to be proven. Every answer is
@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from onstation.harness import evidence
-from onstation.harness.evidence import EvidenceCache, GitBatches, RemoteAnswers
+from onstation.harness import evidence, git_kept
+from onstation.harness.evidence import EvidenceCache
+from onstation.harness.git_kept import GitBatches, RemoteAnswers
 
 IDENTITY = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.org",
             "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.org"}  # fmt: skip
@@ -178,12 +179,12 @@ def test_an_edit_of_the_system_config_is_seen(
 ) -> None:
     """The system file is the one git names (checked here); a change to it is seen. The
     file edited stands in for it: /etc/gitconfig is not the test's to edit."""
-    executable, identity = evidence._git_executable()
-    named = evidence._system_config(executable, identity)
+    executable, identity = git_kept._git_executable()
+    named = git_kept._system_config(executable, identity)
     assert named is not None and os.path.isabs(named)
     stand_in = tmp_path / "gitconfig"
     stand_in.write_text("[core]\n\tquotePath = true\n")
-    monkeypatch.setitem(evidence._SYSTEM_CONFIG, (executable, identity), str(stand_in))
+    monkeypatch.setitem(git_kept._SYSTEM_CONFIG, (executable, identity), str(stand_in))
     _kept_then(repo, asked, _append(stand_in, "[core]\n\tautocrlf = false\n"))
 
 
@@ -289,7 +290,7 @@ def test_two_repositories_keep_answers_of_their_own(
     third.mkdir()
     sh(third, "init", "-q", "-b", "main")
     answers = RemoteAnswers(clock=settled)
-    monkeypatch.setattr(evidence, "_REMOTES_KEPT", 2)
+    monkeypatch.setattr(git_kept, "_REMOTES_KEPT", 2)
     assert answers.answer(str(repo)) == ("origin", URL)
     assert answers.answer(str(second)) == ("origin", "https://example.org/two.git")
     assert answers.answer(str(repo)) == ("origin", URL)

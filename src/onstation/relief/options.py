@@ -52,7 +52,7 @@ class ReliefOptions:
     monotonic: Callable[[], float] = time.monotonic
     witnesses: Any = None  # a module-like object: observe, check, signal_if_match, ProcessWitness
     #: Kept ``git cat-file`` processes, and ``git remote -v`` answers kept while proven
-    #: unchanged, shared by the reliefs of one controller process (harness.evidence.GitBatches;
+    #: unchanged, shared by the reliefs of one controller process (harness.git_kept.GitBatches;
     #: the simulation's); None: the relief keeps its own processes, ended with it, and reads
     #: the remote once.
     git_batches: Any = None

@@ -22,7 +22,8 @@ from onstation.core.effects import EffectState
 from onstation.core.errors import Conflict, OnstationError, StaleGeneration
 from onstation.core.governor import RespawnPolicy
 from onstation.harness.adapters import FAKE
-from onstation.harness.evidence import GitBatches, git
+from onstation.harness.evidence import git
+from onstation.harness.git_kept import GitBatches
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import HarnessLedger
 from onstation.ledger.faults import PLANTS, planted
