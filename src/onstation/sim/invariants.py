@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from onstation.core.governor import RespawnPolicy
+from onstation.core.types import Event
 from onstation.ledger import Ledger, to_us
 
 #: Every invariant, by the name a failure prints.
@@ -90,7 +91,7 @@ class Invariants:
         for event in events:
             self.cursor = event.seq
             at = to_us(event.at)
-            self._hash(event.seq, event.node, event.kind, event.generation, event.actor, at)
+            self._hash(event, at)
             self._apply(event.node, event.kind, event.generation, event.actor, event.detail,
                         at)  # fmt: skip
         if many is not None:
@@ -100,11 +101,12 @@ class Invariants:
         # Taken before the reads: a commit between the two only makes the next look read.
         self.seen = None if token is None else (ledger, token)
 
-    def _hash(self, *row: object) -> None:
+    def _hash(self, event: Event, at: int) -> None:
+        row = (event.seq, event.node, event.kind, event.generation, event.actor, at)
         line = _UUID.sub("<uuid>", "|".join(str(v) for v in row))
         self.hashed.update((f"\n{line}" if self.hashed_events else line).encode())
         self.hashed_events += 1
-        self.hashed_through = int(str(row[0]))
+        self.hashed_through = event.seq
 
     def history_digest(self, ledger: Ledger) -> tuple[str, int]:
         """(SHA-256 of the whole event history, the number of events): each event's sequence
@@ -112,8 +114,7 @@ class Invariants:
         line each, with uuids masked. The events the checks have not read yet (a run that
         stopped early) are read here, for the digest only."""
         for event in ledger.events_after(self.hashed_through):
-            self._hash(event.seq, event.node, event.kind, event.generation, event.actor,
-                       to_us(event.at))  # fmt: skip
+            self._hash(event, to_us(event.at))
         return self.hashed.hexdigest(), self.hashed_events
 
     def _apply(self, node: str | None, kind: str, generation: int | None, actor: str,
