@@ -40,21 +40,28 @@ def _assistant(tokens: int) -> str:
 
 
 class _Commits:
-    """Counts the commits of a ledger's SQLite connection that changed a row."""
+    """Counts the commits of a ledger's SQLite connection that changed a row, and of those
+    the synchronous ones (``synchronous=FULL``: each a sync of the WAL)."""
 
     def __init__(self, ledger: Ledger) -> None:
         conn: Any = ledger.backend._conn  # type: ignore[attr-defined]
         self.count = 0
+        self.synced = 0
         self._conn = conn
         self._begun = 0
+        self._full = conn.execute("PRAGMA synchronous").fetchone()[0] == 2
         conn.set_trace_callback(self._trace)
 
     def _trace(self, sql: str) -> None:
-        word = sql.strip().split(None, 1)[0].upper() if sql.strip() else ""
-        if word == "BEGIN":
+        words = sql.strip().upper().replace("=", " = ").split()
+        word = words[0] if words else ""
+        if words[:2] == ["PRAGMA", "SYNCHRONOUS"] and len(words) == 4:
+            self._full = words[3] in ("FULL", "2", "EXTRA", "3")
+        elif word == "BEGIN":
             self._begun = self._conn.total_changes
         elif word == "COMMIT" and self._conn.total_changes != self._begun:
             self.count += 1
+            self.synced += self._full
 
 
 def _world(tmp_path: Path) -> tuple[str, Path, Path]:
@@ -70,20 +77,21 @@ def _world(tmp_path: Path) -> tuple[str, Path, Path]:
     return db, workspace, transcript
 
 
-def _handle(db: str, workspace: Path, transcript: Path, event: str, **extra: Any) -> int:
+def _handle(db: str, workspace: Path, transcript: Path, event: str, **extra: Any) -> _Commits:
     payload = {"session_id": "s1", "cwd": str(workspace), "transcript_path": str(transcript),
                "hook_event_name": event, **extra}  # fmt: skip
     with Ledger.open(db) as ledger:
         commits = _Commits(ledger)
         runner = HookRunner(ledger, "claude-code", load_config(str(workspace)))
         runner.handle(HookCall.from_payload("claude-code", event, payload))
-        return commits.count
+        return commits
 
 
 def test_a_first_session_start_commits_once(tmp_path: Path) -> None:
     db, workspace, transcript = _world(tmp_path)
     # The admission (lease, session, host, events) and the transcript's path: one commit.
-    assert _handle(db, workspace, transcript, "SessionStart", source="startup") == 1
+    commits = _handle(db, workspace, transcript, "SessionStart", source="startup")
+    assert (commits.count, commits.synced) == (1, 1)
     with Ledger.open(db) as ledger:
         session = HarnessLedger(ledger).session("s1")
     assert session is not None and session.state == "ADMITTED"
@@ -93,9 +101,12 @@ def test_a_first_session_start_commits_once(tmp_path: Path) -> None:
 def test_a_first_reading_commits_its_cursor_and_its_fill_together(tmp_path: Path) -> None:
     db, workspace, transcript = _world(tmp_path)
     _handle(db, workspace, transcript, "SessionStart", source="startup")
-    # The reading (cursor, fill, first tier) and the tool call's journal row: two commits.
+    # The reading (cursor, fill, first tier) and the tool call's journal row: two commits,
+    # and only the reading's waits for the disk (the journal row is evidence, committed at
+    # synchronous=NORMAL as the fast path commits it: docs/decisions.md).
     read = {"tool_name": "Read", "tool_input": {}, "tool_use_id": "t1"}
-    assert _handle(db, workspace, transcript, "PostToolUse", **read) == 2
+    commits = _handle(db, workspace, transcript, "PostToolUse", **read)
+    assert (commits.count, commits.synced) == (2, 1)
     with Ledger.open(db) as ledger:
         session = HarnessLedger(ledger).session("s1")
         fill = HarnessLedger(ledger).latest_fill("agent-a")

@@ -146,6 +146,78 @@ def test_stale_write_is_denied_and_the_denial_is_durable(
     assert other.history("exec-1")[-1].kind == "write.denied"
 
 
+def _commit_durability(ledger: Ledger, tx: backends.Tx) -> str:
+    """How the open transaction will commit: "full" (waits for the disk) or "relaxed"."""
+    if ledger.backend.name == "sqlite":
+        level = tx.one("PRAGMA synchronous")
+        return {2: "full", 1: "relaxed"}[level[0] if level else -1]
+    setting = tx.one("SHOW synchronous_commit")
+    return {"on": "full", "off": "relaxed"}[setting[0] if setting else ""]
+
+
+def test_a_relaxed_write_commits_without_waiting_and_the_next_write_waits_again(
+    ledger: Ledger,
+) -> None:
+    def seen(tx: backends.Tx, _now: int) -> str:
+        return _commit_durability(ledger, tx)
+
+    assert ledger._write(seen) == "full"
+    assert ledger._write(seen, relaxed=True) == "relaxed"
+    assert ledger._write(seen) == "full"
+
+    def fails(tx: backends.Tx, _now: int) -> None:
+        raise RuntimeError("the body failed")
+
+    with pytest.raises(RuntimeError):
+        ledger._write(fails, relaxed=True)
+    assert ledger._write(seen) == "full"  # a rolled-back relaxed write leaves no setting
+    with ledger.transaction():  # inside a unit, the unit decides: a synchronous commit
+        assert ledger._write(seen, relaxed=True) == "full"
+
+
+def test_a_relaxed_write_refused_as_stale_commits_its_denial_synchronously(
+    ledger: Ledger, make_ledger: Callable[..., Ledger], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tool journal's row commits relaxed; a stale body's attempt is denied with a receipt
+    committed as every denial is (synchronously), once."""
+    from onstation.ledger.bodies import HarnessLedger
+
+    _born(ledger)
+    ledger.fence("exec-1", expect_generation=1)
+    backend = type(ledger.backend)
+    real_write = backend.write
+    asked: list[bool] = []
+
+    def write(self: object, *, relaxed: bool = False) -> object:
+        asked.append(relaxed)
+        return real_write(self, relaxed=relaxed)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(backend, "write", write)
+    with pytest.raises(StaleGeneration):
+        HarnessLedger(ledger).record_tool_outcome(
+            "exec-1", generation=1, session_id="s1", tool_use_id="t1", tool="Bash",
+            call_summary="git status", outcome="succeeded", exit_code=0,
+        )  # fmt: skip
+    assert asked == [True, False]  # tried relaxed, rolled back, run again synchronously
+    monkeypatch.setattr(backend, "write", real_write)
+    other = make_ledger()
+    assert [(d.presented_generation, d.reason) for d in other.denials("exec-1")] == [
+        (1, "stale generation")
+    ]
+    assert HarnessLedger(other).tool_outcomes("exec-1", generation=1) == []
+    # A current body's row is journaled by the relaxed write alone.
+    generation = ledger.acquire_lease("exec-1", holder="body-2").generation
+    asked.clear()
+    monkeypatch.setattr(backend, "write", write)
+    HarnessLedger(ledger).record_tool_outcome(
+        "exec-1", generation=generation, session_id="s2", tool_use_id="t2", tool="Bash",
+        call_summary="git status", outcome="succeeded", exit_code=0,
+    )  # fmt: skip
+    assert asked == [True]
+    assert [r.tool_use_id for r in HarnessLedger(other).tool_outcomes(
+        "exec-1", generation=generation)] == ["t2"]  # fmt: skip
+
+
 def test_future_generation_and_missing_lease_are_denied(ledger: Ledger) -> None:
     ledger.register_node("n")
     with pytest.raises(StaleGeneration, match="no live lease"):

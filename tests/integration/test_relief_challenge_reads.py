@@ -133,9 +133,9 @@ def test_the_notices_of_a_relief_not_launched_commit_together(
     writes = {"n": 0}
     real_write = type(ledger.backend).write
 
-    def write(self: Any) -> Any:
+    def write(self: Any, **kwargs: Any) -> Any:
         writes["n"] += 1
-        return real_write(self)
+        return real_write(self, **kwargs)
 
     monkeypatch.setattr(type(ledger.backend), "write", write)
     run._notify("BLOCKED", ["HALTED: a drill"], fix=["onstation unhalt"])

@@ -58,8 +58,13 @@ class Backend(Protocol):
     url: str
     name: str
 
-    def write(self) -> Any:
-        """Context manager: a transaction that may write, committed on success."""
+    def write(self, *, relaxed: bool = False) -> Any:
+        """Context manager: a transaction that may write, committed on success.
+
+        ``relaxed``: its commit need not wait for the disk (SQLite ``synchronous=NORMAL``,
+        PostgreSQL ``synchronous_commit = off``): it survives any process's crash, and a
+        power loss takes back at most the relaxed commits since the last synchronous one.
+        Only for rows that are evidence, never authority (docs/decisions.md)."""
 
     def read(self) -> Any:
         """Context manager: a read-only view."""
@@ -160,24 +165,38 @@ class _SqliteTx:
 
 class _SqliteWrite:
     """A writing transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any error),
-    as a plain context manager: it is entered on every ledger write."""
+    as a plain context manager: it is entered on every ledger write.
 
-    __slots__ = ("_conn", "_path", "_tx")
+    A relaxed one commits at ``synchronous=NORMAL`` and puts the connection back to FULL
+    after: SQLite refuses to change the setting inside a transaction, so it brackets it."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path, tx: _SqliteTx) -> None:
+    __slots__ = ("_conn", "_path", "_relaxed", "_tx")
+
+    def __init__(
+        self, conn: sqlite3.Connection, path: Path, tx: _SqliteTx, relaxed: bool = False
+    ) -> None:
         self._conn = conn
         self._path = path
         self._tx = tx
+        self._relaxed = relaxed
 
     def __enter__(self) -> Tx:
+        if self._relaxed:
+            self._conn.execute("PRAGMA synchronous = NORMAL")
         try:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
+            if self._relaxed:
+                self._conn.execute("PRAGMA synchronous = FULL")
             raise LedgerUnavailable(f"ledger {self._path} is busy: {exc}") from exc
         return self._tx
 
     def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
-        self._conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        try:
+            self._conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        finally:
+            if self._relaxed:
+                self._conn.execute("PRAGMA synchronous = FULL")
 
 
 class SqliteBackend:
@@ -255,8 +274,8 @@ class SqliteBackend:
             if mode & stat.S_IWOTH:
                 raise UnsafeLedger(f"ledger {path} is writable by others; refusing to open it")
 
-    def write(self) -> _SqliteWrite:
-        return _SqliteWrite(self._conn, self.path, self._tx)
+    def write(self, *, relaxed: bool = False) -> _SqliteWrite:
+        return _SqliteWrite(self._conn, self.path, self._tx, relaxed)
 
     @contextmanager
     def read(self) -> Iterator[Tx]:
@@ -502,7 +521,7 @@ class PostgresBackend:
                 )
 
     @contextmanager
-    def write(self) -> Iterator[Tx]:
+    def write(self, *, relaxed: bool = False) -> Iterator[Tx]:
         # BEGIN, the statements and COMMIT are pipelined: BEGIN travels with the first
         # statement and a statement whose outcome is not read now (``send``) with the next
         # one, so a fence or an admission costs two round trips instead of one per statement.
@@ -510,6 +529,10 @@ class PostgresBackend:
         try:
             with conn.pipeline() as pipeline:
                 conn.execute(b"BEGIN")
+                if relaxed:
+                    # This transaction's COMMIT does not wait for its WAL flush (SET LOCAL:
+                    # the setting ends with the transaction, whichever way it ends).
+                    conn.execute(b"SET LOCAL synchronous_commit TO OFF")
                 yield _PgPipelinedTx(conn, pipeline)
                 conn.execute(b"COMMIT")
             # Leaving the pipeline syncs it: a failed statement or COMMIT raises here.

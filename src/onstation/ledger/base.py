@@ -142,6 +142,11 @@ class _Guarded:
     lease: BodyLease
 
 
+class _NeedsFullSync(Exception):
+    """A relaxed write's body refused with a receipt: roll it back and run it again with a
+    synchronous commit (a denial is durable at FULL, whatever the write was)."""
+
+
 class _UnitReplayChanged(Exception):
     """A refused write, replayed after its unit was rolled back, was no longer refused."""
 
@@ -329,7 +334,14 @@ class LedgerBase:
                 "the ledger changed under a refused unit of work; run it again"
             ) from None
 
-    def _write(self, body: Callable[[Tx, int], T]) -> T:
+    def _write(self, body: Callable[[Tx, int], T], *, relaxed: bool = False) -> T:
+        """Run ``body`` in a writing transaction (or in the open unit of work, which then
+        decides its commit), run again on a retryable conflict.
+
+        ``relaxed``: the commit need not wait for the disk (the backend's ``write``), for a
+        row that is evidence and never authority. A body that refuses with a receipt (a
+        stale generation's denial) is rolled back and run again with a synchronous commit,
+        so that every denial is as durable as ever."""
         unit = self._unit
         if unit is not None:
             if unit.read_only:
@@ -345,12 +357,17 @@ class LedgerBase:
         while True:
             pending: OnstationError | None = None
             try:
-                with self.backend.write() as tx:
+                with self.backend.write(relaxed=relaxed) as tx:
                     now = self._now()
                     try:
                         result = body(tx, now)
                     except _CommitThenRaise as deferred:
+                        if relaxed:
+                            raise _NeedsFullSync from None  # rolled back by the with block
                         pending = deferred.error
+            except _NeedsFullSync:
+                relaxed = False
+                continue
             except OnstationError:
                 raise
             except Exception as exc:

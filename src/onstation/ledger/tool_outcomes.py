@@ -98,7 +98,9 @@ class ToolOutcomes(Correspondence):
                    (node, generation, session_id, tool_use_id, tool, call_summary, outcome,
                     exit_code, detail, now))  # fmt: skip
 
-        self.ledger._write(write)
+        # Relaxed, as the hook fast path commits the same row (synchronous=NORMAL there):
+        # evidence for the capsule, never authority (docs/decisions.md, the durability table).
+        self.ledger._write(write, relaxed=True)
 
     def tool_outcomes(self, node: str, *, generation: int, limit: int = 200) -> list[ToolOutcome]:
         """The newest ``limit`` tool calls journaled for ``generation`` of ``node``, in the
