@@ -442,3 +442,41 @@ def test_tier_is_still_importable_from_hull_as_the_one_enum() -> None:
     assert classify(40.0) is tiers.Tier.CRITICAL
     with pytest.raises(AttributeError):
         hull.NoSuchName  # noqa: B018 - the module's lazy attributes name only Tier
+
+
+def test_workspace_policy_reads_a_name_a_mapping_or_nothing() -> None:
+    from onstation.core.hull import PRESETS, workspace_policy
+
+    assert workspace_policy(None) == PRESETS["relief"]
+    assert workspace_policy("coordinator") == PRESETS["coordinator"]
+    assert workspace_policy("no-such-preset") == PRESETS["relief"]
+    assert workspace_policy(17) == PRESETS["relief"]
+    custom = workspace_policy({"preset": "coordinator", "amber": 50})
+    assert (custom.name, custom.amber) == ("coordinator+custom", 50)
+    with pytest.raises(BadInput, match="unknown field"):
+        workspace_policy({"bogus": 1})
+
+
+def test_workspace_policy_answers_a_name_or_nothing_without_the_mapping_abc(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every PostToolUse asks for the workspace's policy; a first check against the Mapping
+    ABC walks its subclass tree (about 0.3 ms in a daemon's child), so the common answers
+    (no ``tiers``, a preset's name) never ask it."""
+    import abc
+
+    from onstation.core.hull import workspace_policy
+
+    asked: list[object] = []
+    real = abc.ABCMeta.__instancecheck__
+
+    def instancecheck(cls: abc.ABCMeta, instance: object) -> bool:
+        asked.append(instance)
+        return real(cls, instance)
+
+    monkeypatch.setattr(abc.ABCMeta, "__instancecheck__", instancecheck)
+    workspace_policy(None)
+    workspace_policy("relief")
+    assert asked == []
+    workspace_policy({"preset": "relief"})
+    assert asked != []  # a mapping is still recognised through the ABC
