@@ -175,6 +175,28 @@ def test_a_relaxed_write_commits_without_waiting_and_the_next_write_waits_again(
         assert ledger._write(seen, relaxed=True) == "full"
 
 
+def test_a_relaxed_write_whose_commit_fails_leaves_the_next_write_synchronous(
+    ledger: Ledger,
+) -> None:
+    """SQLite leaves a transaction open when its COMMIT fails on a deferred constraint; the
+    relaxed setting is still taken back, so the next write commits synchronously."""
+    if ledger.backend.name != "sqlite":
+        pytest.skip("PostgreSQL ends a transaction whose COMMIT failed; SET LOCAL ends with it")
+    conn = ledger.backend._conn  # type: ignore[attr-defined]
+    conn.execute("CREATE TABLE t_parent (id INTEGER PRIMARY KEY)")
+    conn.execute("CREATE TABLE t_child (parent INTEGER REFERENCES t_parent (id) "
+                 "DEFERRABLE INITIALLY DEFERRED)")  # fmt: skip
+
+    def orphan(tx: backends.Tx, _now: int) -> None:
+        tx.run("INSERT INTO t_child (parent) VALUES (42)")  # refused only at COMMIT
+
+    with pytest.raises(Conflict):
+        ledger._write(orphan, relaxed=True)
+    assert not conn.in_transaction
+    assert conn.execute("SELECT count(*) FROM t_child").fetchone()[0] == 0
+    assert ledger._write(lambda tx, _now: _commit_durability(ledger, tx)) == "full"
+
+
 def test_a_relaxed_write_refused_as_stale_commits_its_denial_synchronously(
     ledger: Ledger, make_ledger: Callable[..., Ledger], monkeypatch: pytest.MonkeyPatch
 ) -> None:

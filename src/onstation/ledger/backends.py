@@ -9,6 +9,7 @@ queries (:mod:`onstation.ledger.named_queries`), chosen by the backend's ``name`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import sqlite3
@@ -196,6 +197,12 @@ class _SqliteWrite:
             self._conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
         finally:
             if self._relaxed:
+                # A COMMIT that failed may leave the transaction open (a deferred constraint),
+                # where SQLite refuses the setting: roll it back first, so that the next
+                # write never commits relaxed.
+                if self._conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._conn.execute("ROLLBACK")
                 self._conn.execute("PRAGMA synchronous = FULL")
 
 
