@@ -187,8 +187,7 @@ class _SqliteWrite:
         try:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            if self._relaxed:
-                self._conn.execute("PRAGMA synchronous = FULL")
+            self._back_to_full()
             raise LedgerUnavailable(f"ledger {self._path} is busy: {exc}") from exc
         return self._tx
 
@@ -196,14 +195,19 @@ class _SqliteWrite:
         try:
             self._conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
         finally:
-            if self._relaxed:
-                # A COMMIT that failed may leave the transaction open (a deferred constraint),
-                # where SQLite refuses the setting: roll it back first, so that the next
-                # write never commits relaxed.
-                if self._conn.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        self._conn.execute("ROLLBACK")
-                self._conn.execute("PRAGMA synchronous = FULL")
+            self._back_to_full()
+
+    def _back_to_full(self) -> None:
+        """After a relaxed transaction, however it ended: the connection at FULL again."""
+        if not self._relaxed:
+            return
+        # A COMMIT that failed may leave the transaction open (a deferred constraint), where
+        # SQLite refuses the setting: roll it back first, so that the next write never
+        # commits relaxed.
+        if self._conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
+        self._conn.execute("PRAGMA synchronous = FULL")
 
 
 class SqliteBackend:
