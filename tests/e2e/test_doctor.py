@@ -55,6 +55,34 @@ def test_a_fresh_install_is_healthy(tmp_path: Path, env: dict[str, str]) -> None
                                                                       "status: warn")  # fmt: skip
 
 
+def test_install_and_doctor_say_the_hooks_start_the_daemon(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """The installed commands run the hook launcher, whose first call starts this user's
+    daemon (docs/daemon.md): install says so, and doctor says what the next call will do."""
+    project = tmp_path / "app"
+    project.mkdir()
+    done = run(env, "install", "claude-code", "--project", str(project), "--node", "app")
+    assert done.returncode == 0, done.stderr
+    assert "daemon: the first hook call starts this user's daemon" in done.stdout
+    again = run(env, "install", "codex", "--project", str(project), "--node", "app", "--json")
+    assert again.returncode == 0 and json.loads(again.stdout)["daemon_autostart"] is True
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    unset = {k: v for k, v in env.items() if not k.startswith("ONSTATION_DAEMON")}
+    for switch, says in [(None, "the installed hooks start one at their next call"),
+                         ("on", "ONSTATION_DAEMON=on: calls use one that runs and never "
+                                "start one"),
+                         ("off", "switched off (ONSTATION_DAEMON=off)")]:  # fmt: skip
+        given = {**unset, "XDG_RUNTIME_DIR": str(runtime)}
+        if switch is not None:
+            given["ONSTATION_DAEMON"] = switch
+        _code, report = doctor(given, project)
+        [check] = [c for c in report["checks"] if c["check"] == "daemon"]
+        assert check["status"] == "ok" and says in check["detail"], check
+    assert not (runtime / "onstation" / "daemon.sock").exists()  # doctor starts none
+
+
 def test_the_window_comes_from_the_last_telemetry(tmp_path: Path, env: dict[str, str]) -> None:
     project = installed(tmp_path, env, "claude-code")
     local = json.loads((project / ".claude" / "settings.local.json").read_text())

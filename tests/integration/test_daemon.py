@@ -509,6 +509,89 @@ def test_auto_starts_one_daemon_in_the_background_and_runs_the_call_itself(
         d.stop()
 
 
+LAUNCHER = str(Path(daemon_client.__file__).with_name("hook_launcher.py"))
+
+
+def _installed_call(d: Daemon, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """The status line as an installed command runs it (``PYTHON -S .../hook_launcher.py``)."""
+    return d.cli(sys.executable, "-S", LAUNCHER, "statusline", args_prefix=True, input="{}",
+                 env={"ONSTATION_DB": str(tmp_path / "ledger.db"), **env})  # fmt: skip
+
+
+def test_an_installed_command_starts_a_daemon_that_stops_when_idle(tmp_path: Path) -> None:
+    """With ONSTATION_DAEMON unset, the hook launcher's first call starts this user's daemon
+    (and runs itself); the next is served; the daemon it started stops after 30 min idle."""
+    d = Daemon()  # its environment has no ONSTATION_DAEMON
+    try:
+        first = _installed_call(d, tmp_path)
+        assert first.returncode == 0 and first.stdout.startswith("onstation:"), first.stderr
+        _wait(lambda: _control(d.socket, "status").startswith("running"), "the daemon", 60)
+        assert not os.path.exists(daemon_client.start_lock(d.socket))
+        status = d.status()
+        assert status["served"] == 0 and status["idle_exit"] == daemon_client.AUTO_IDLE_EXIT
+        second = _installed_call(d, tmp_path)
+        assert second.stdout == first.stdout and d.served() == 1
+        shown = d.cli("daemon", "status")
+        assert "stops after 1800 s without a call" in shown.stdout
+    finally:
+        d.stop()
+
+
+@pytest.mark.parametrize("switch", ["on", "off"])
+def test_an_installed_command_told_on_or_off_starts_none(tmp_path: Path, switch: str) -> None:
+    d = Daemon()
+    try:
+        assert _installed_call(d, tmp_path, ONSTATION_DAEMON=switch).returncode == 0
+        assert not os.path.exists(daemon_client.start_lock(d.socket))
+        time.sleep(1.0)
+        assert d.cli("daemon", "status").returncode == 1
+    finally:
+        d.stop()
+
+
+def test_the_console_script_starts_none_unless_told_auto(tmp_path: Path) -> None:
+    d = Daemon()
+    try:
+        done = d.cli("node", "register", "alpha", env={"ONSTATION_DB": str(tmp_path / "l.db")})
+        assert done.returncode == 0, done.stderr
+        assert not os.path.exists(daemon_client.start_lock(d.socket))
+        time.sleep(1.0)
+        assert d.cli("daemon", "status").returncode == 1
+    finally:
+        d.stop()
+
+
+def test_a_daemon_with_an_idle_exit_stops_after_that_long_without_a_call(
+    tmp_path: Path,
+) -> None:
+    d = Daemon()
+    try:
+        started = d.cli("daemon", "start", "--idle-exit", "2")
+        assert started.returncode == 0, started.stderr
+        assert d.status()["idle_exit"] == 2
+        assert d.cli("lease", "--help").returncode == 0 and d.served() == 1
+        _wait(lambda: d.cli("daemon", "status").returncode == 1, "the idle daemon to stop")
+        assert not os.path.exists(d.socket)
+        log = (d.dir / "daemon.log").read_text()
+        assert "stopped after 1 calls (none for 2 s)" in log
+        # A daemon started without one keeps running.
+        assert d.start().status()["idle_exit"] is None
+    finally:
+        d.stop()
+
+
+@pytest.mark.parametrize("given", ["0", "-5", "soon"])
+def test_a_bad_idle_exit_is_refused_in_one_line_with_exit_2(given: str) -> None:
+    d = Daemon()
+    try:
+        done = d.cli("daemon", "start", "--idle-exit", given)
+        assert done.returncode == 2 and "--idle-exit" in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+        assert d.cli("daemon", "status").returncode == 1
+    finally:
+        d.stop()
+
+
 def test_a_sandboxed_caller_stays_in_its_sandbox(tmp_path: Path, daemon: Daemon) -> None:
     """A command under no_new_privs (as in Codex's sandbox, which adds namespaces and a
     seccomp filter) is not served: it runs confined, in its own process."""

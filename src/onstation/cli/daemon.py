@@ -169,10 +169,10 @@ def control(path: str, verb: str, timeout: float = CLIENT_TIMEOUT) -> str | None
 
 def status(path: str, verb: str = "status") -> dict[str, object] | None:
     """The daemon's answer to ``verb`` (``status`` or ``stop``) as a record: its ``state``
-    (running, stopping), ``pid``, calls ``served`` and ``in_flight``, and ``hot_pages``
-    (how many pages the latest call dirtied, which each spare copies while it waits:
-    :mod:`onstation.cli.daemon_pages`); None when no daemon of this user answers at
-    ``path``."""
+    (running, stopping), ``pid``, calls ``served`` and ``in_flight``, ``hot_pages`` (how
+    many pages the latest call dirtied, which each spare copies while it waits:
+    :mod:`onstation.cli.daemon_pages`) and ``idle_exit`` (the seconds without a call after
+    which it stops, or None); None when no daemon of this user answers at ``path``."""
     answer = control(path, verb)
     if answer is None:
         return None
@@ -181,7 +181,9 @@ def status(path: str, verb: str = "status") -> dict[str, object] | None:
     fields = dict(zip(words[0::2], words[1::2], strict=False))
     return {"running": state == "running", "state": state, "pid": int(fields["pid"]),
             "served": int(fields["served"]), "in_flight": int(fields["in_flight"]),
-            "hot_pages": int(fields.get("pages", 0)), "socket": path}  # fmt: skip
+            "hot_pages": int(fields.get("pages", 0)),
+            "idle_exit": float(fields["idle-exit"]) if "idle-exit" in fields else None,
+            "socket": path}  # fmt: skip
 
 
 class _Call:
@@ -229,8 +231,13 @@ class _Call:
 class Daemon:
     """The listening daemon: accept, check, hand to the spare, reap and report."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, idle_exit: float | None = None) -> None:
         self.path = path
+        #: Seconds without a call after which the daemon stops (None: never). A daemon the
+        #: installed hooks started (``ONSTATION_DAEMON=auto``) has one, so that it does not
+        #: outlive the sessions that wanted it; one a user started keeps running.
+        self.idle_exit = idle_exit
+        self.idled = False
         self.listener: socket.socket | None = None
         self._inode = 0
         self.watch = PackageWatch(_PACKAGE)
@@ -244,6 +251,7 @@ class Daemon:
         self.ahead: str | None = None
         self.spares = 0
         self.started = time.time()
+        self._last_call = time.monotonic()
         self.stopping = False
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
 
@@ -278,8 +286,9 @@ class Daemon:
         self.listener = listener
 
     def serve(self) -> int:
-        """Run until stopped (SIGTERM, SIGINT, ``onstation daemon stop``, or the package
-        changed on disk); every call in flight is reported before it returns 0."""
+        """Run until stopped (SIGTERM, SIGINT, ``onstation daemon stop``, the package
+        changed on disk, or :attr:`idle_exit` seconds without a call); every call in flight
+        is reported before it returns 0."""
         for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, self._on_signal)
         signal.set_wakeup_fd(self._wake_w)
@@ -319,8 +328,18 @@ class Daemon:
             elif fd in by_fd:
                 self._client_event(by_fd[fd])
         self._reap()
+        if self._idle_long_enough():
+            self.stopping = self.idled = True
         if self.stopping:
             self._close_listener()
+
+    def _idle_long_enough(self) -> bool:
+        if self.idle_exit is None or self.stopping:
+            return False
+        if self.calls:  # a call in flight is activity however long it runs
+            self._last_call = time.monotonic()
+            return False
+        return time.monotonic() - self._last_call >= self.idle_exit
 
     def _drain_wake(self) -> None:
         try:
@@ -500,6 +519,7 @@ class Daemon:
                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights)])  # fmt: skip
         self.spare = None
         self.calls[child] = _Call(conn, channel)
+        self._last_call = time.monotonic()
         return True
 
     def _control(self, conn: socket.socket, verb: list[bytes]) -> None:
@@ -508,9 +528,10 @@ class Daemon:
         if verb == [b"stop"]:
             self.stopping = True
         state = "stopping" if self.stopping else "running"
+        idle = "" if self.idle_exit is None else f"idle-exit {self.idle_exit:g} "
         answer = (f"{state} pid {os.getpid()} served {self.served} in flight {len(self.calls)} "
                   f"pages {sum(count for _first, count in self.hot)} since {int(self.started)} "
-                  f"socket {self.path}\n")  # fmt: skip
+                  f"{idle}socket {self.path}\n")  # fmt: skip
         with contextlib.suppress(OSError):
             conn.sendall(answer.encode())
 

@@ -139,9 +139,20 @@ def request(argv: list[str]) -> bytes:
     return len(body).to_bytes(4, "big") + body
 
 
-def forward(argv: list[str]) -> None:
+def switch(default: str = "on") -> str:
+    """``ONSTATION_DAEMON`` as given (lower case), or ``default`` where it is unset or empty:
+    ``off`` never uses a daemon, ``on`` uses one that runs, ``auto`` also starts one."""
+    return (_getenv(SWITCH_ENV) or default).lower()
+
+
+def forward(argv: list[str], *, default_switch: str = "on") -> None:
     """Run ``onstation ARGV...`` in the daemon and end this process with its outcome; return
-    (having done nothing) when the command is to run in this process instead."""
+    (having done nothing) when the command is to run in this process instead.
+
+    ``default_switch`` is what an unset ``ONSTATION_DAEMON`` means: ``on`` for the console
+    script, ``auto`` for the installed hook and status-line commands
+    (:mod:`onstation.cli.hook_launcher`), which a host runs outside any sandbox of its own,
+    so that an install is fast without a step of the user's (docs/daemon.md)."""
     if not served(argv):
         return
     path = socket_path()
@@ -159,7 +170,7 @@ def forward(argv: list[str]) -> None:
         pid = _handed_over(sock, path, argv, _socket)
     except (FileNotFoundError, ConnectionRefusedError):
         pid = None  # no daemon listens there
-        if (_getenv(SWITCH_ENV) or "").lower() == "auto":
+        if switch(default_switch) == "auto":
             start_in_background(path)
     except (OSError, ValueError):
         pid = None  # nothing was handed over: the go-ahead is the last thing sent
@@ -202,14 +213,17 @@ def start_in_background(path: str) -> None:
         actions = [(os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),
                    (os.POSIX_SPAWN_OPEN, 1, devnull, os.O_WRONLY, 0),
                    (os.POSIX_SPAWN_OPEN, 2, devnull, os.O_WRONLY, 0)]  # fmt: skip
-        os.posix_spawn(sys.executable, [sys.executable, "-c", _START, "daemon", "start"], env,
-                       file_actions=actions, setsid=True)  # fmt: skip
+        argv = [sys.executable, "-c", _START, "daemon", "start", "--idle-exit", str(AUTO_IDLE_EXIT)]
+        os.posix_spawn(sys.executable, argv, env, file_actions=actions, setsid=True)
     except OSError:
         pass
 
 
 #: Seconds a start lock holds off another automatic start.
 START_LOCK_SECONDS = 60
+#: Seconds without a call after which a daemon started automatically stops: it does not
+#: outlive the sessions whose hooks wanted it (the next hook call starts one again).
+AUTO_IDLE_EXIT = 1800
 #: The console entry point, run as ``python -c`` (sys.argv[1:] is then "daemon start").
 _START = "from onstation.cli.entry import main; main()"
 

@@ -66,9 +66,14 @@ def daemon_group() -> None:
     "--postgres", is_flag=True,
     help="Load psycopg ahead (default: when ONSTATION_DB is a postgresql:// URL).",
 )  # fmt: skip
+@click.option(
+    "--idle-exit", "idle_exit", type=click.IntRange(min=1), default=None, metavar="SECONDS",
+    help="Stop after SECONDS without a call (default: keep running; a daemon the installed "
+         "hooks start stops after 1800).",
+)  # fmt: skip
 @_JSON_OPTION
 def daemon_start(socket_path: str | None, foreground: bool, postgres: bool,
-                 as_json: bool) -> None:  # fmt: skip
+                 idle_exit: int | None, as_json: bool) -> None:  # fmt: skip
     """Start this user's daemon (exit 5 when one already runs on the socket)."""
     postgres = postgres or os.environ.get("ONSTATION_DB", "").startswith(
         ("postgresql://", "postgres://"))  # fmt: skip
@@ -82,7 +87,7 @@ def daemon_start(socket_path: str | None, foreground: bool, postgres: bool,
             raise Conflict(f"a daemon already listens on {path}")
         if foreground:
             modules = server.preload(postgres=postgres)
-            daemon = server.Daemon(path)
+            daemon = server.Daemon(path, idle_exit)
             daemon.bind()
             _say(opts, {"socket": path, "pid": os.getpid(), "modules": modules},
                  f"onstation daemon: listening on {path} (pid {os.getpid()}, {modules} "
@@ -93,16 +98,16 @@ def daemon_start(socket_path: str | None, foreground: bool, postgres: bool,
         log = Path(directory) / "daemon.log"
         ready = server.daemonize(log)
         if ready is None:  # the daemon itself
-            _run_background(path, postgres)
+            _run_background(path, postgres, idle_exit)
         _wait_ready(opts, ready, path, log)
 
 
-def _run_background(path: str, postgres: bool) -> NoReturn:
+def _run_background(path: str, postgres: bool, idle_exit: int | None) -> NoReturn:
     from onstation.cli import daemon as server
 
     try:
         modules = server.preload(postgres=postgres)
-        daemon = server.Daemon(path)
+        daemon = server.Daemon(path, idle_exit)
         daemon.bind()
     except OnstationError as exc:
         _clear_start_lock(path)
@@ -122,8 +127,9 @@ def _run_background(path: str, postgres: bool) -> NoReturn:
 
         traceback.print_exc()
         os._exit(1)
+    why = f" (none for {daemon.idle_exit:g} s)" if daemon.idled else ""
     print(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} stopped after "
-          f"{daemon.served} calls", flush=True)  # fmt: skip
+          f"{daemon.served} calls{why}", flush=True)  # fmt: skip
     os._exit(code)
 
 
@@ -226,5 +232,7 @@ def daemon_status(socket_path: str | None, as_json: bool) -> None:
             _say(opts, {"socket": path, "running": False},
                  f"onstation daemon: not running on {path}")  # fmt: skip
             raise SystemExit(1)
+        idle = status["idle_exit"]
+        stops = "" if idle is None else f"; stops after {idle:g} s without a call"
         _say(opts, status, f"onstation daemon: {status['state']} on {path} (pid "
-             f"{status['pid']}, {status['served']} calls served)")  # fmt: skip
+             f"{status['pid']}, {status['served']} calls served{stops})")  # fmt: skip

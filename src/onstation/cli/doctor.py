@@ -540,7 +540,7 @@ def _check_witness(report: Report) -> None:
 def _check_daemon(report: Report) -> None:
     """The optional per-user daemon (docs/daemon.md): said, never a warning."""
     from onstation.cli.daemon import status
-    from onstation.cli.daemon_client import SWITCH_ENV, socket_path
+    from onstation.cli.daemon_client import SWITCH_ENV, socket_path, switch
 
     path = socket_path()
     if path is None:
@@ -549,11 +549,17 @@ def _check_daemon(report: Report) -> None:
         return
     found = status(path)
     if found is None:
-        report.add("daemon", OK, f"not running on {path} (optional: `onstation daemon start` "
-                   "runs hook calls and short commands warm)")  # fmt: skip
+        if switch("auto") == "auto":
+            why = "the installed hooks start one at their next call"
+        else:
+            why = f"{SWITCH_ENV}={switch()}: calls use one that runs and never start one"
+        report.add("daemon", OK, f"not running on {path} ({why}; `onstation daemon start` "
+                   "starts one now)")  # fmt: skip
         return
+    idle = found["idle_exit"]
+    stops = "" if idle is None else f"; stops after {idle:g} s without a call"
     report.add("daemon", OK, f"{found['state']} on {path} (pid {found['pid']}, "
-               f"{found['served']} calls served)")  # fmt: skip
+               f"{found['served']} calls served{stops})")  # fmt: skip
 
 
 # -- the command ----------------------------------------------------------------------------

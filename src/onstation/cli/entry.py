@@ -44,7 +44,9 @@ def main_without_site() -> None:
     argv = sys.argv[1:]
     from onstation.cli.daemon_client import forward
 
-    forward(argv)
+    # An installed command starts this user's daemon when none runs (``ONSTATION_DAEMON``
+    # unset means ``auto`` here; the console script's default is ``on``): docs/daemon.md.
+    forward(argv, default_switch="auto")
     if argv[:1] in (["hook"], ["statusline"]) or argv[:2] == ["lease", "renew"]:
         SITE_ON_DEMAND.install()
         load_sqlite_without_functools()

@@ -65,7 +65,7 @@ def install_cmd(
     install record goes to DIR/.onstation/. --plugin DIR writes a Claude Code plugin instead
     (no settings edited). Codex runs the hooks once you trust them: install prints how."""
     from onstation.harness.config import read_config_file, write_config
-    from onstation.harness.install import check_install, install
+    from onstation.harness.install import HOOK_LAUNCHER, check_install, command_program, install
     from onstation.ledger import Ledger
     from onstation.ledger.bodies import HarnessLedger
 
@@ -112,12 +112,19 @@ def install_cmd(
     if record.get("statusline_wrapped"):
         wrapped = record["statusline_wrapped"]
         lines.append(f"status line: wraps {wrapped['command']!r} (from {wrapped['from']})")
+    # The installed commands run the hook launcher, whose calls start this user's daemon
+    # when none runs (docs/daemon.md); a fallback to the console script does not.
+    autostart = HOOK_LAUNCHER in command_program()
+    if autostart:
+        lines.append("daemon: the first hook call starts this user's daemon, which runs later "
+                     "calls warm and stops after 30 min without one (ONSTATION_DAEMON=off: "
+                     "never)")  # fmt: skip
     lines += [f"note: {w}" for w in record.get("warnings", [])]
     lines += [f"to do once: {step}" for step in record.get("next_steps", [])]
     emit(
         opts,
         {"installed": harness, "settings": record["settings"], "record": record["record"],
-         "node": node, "hooks": sorted(record["added_hooks"]),
+         "node": node, "hooks": sorted(record["added_hooks"]), "daemon_autostart": autostart,
          "skills": [s["path"] for s in record["skills"]],
          "statusline_wrapped": record.get("statusline_wrapped"),
          "warnings": record.get("warnings", []), "next_steps": record.get("next_steps", []),
