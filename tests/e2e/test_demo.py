@@ -46,13 +46,20 @@ def processes_mentioning(text: str) -> list[str]:
 
 
 def run_demo(tmp_path: Path) -> dict[str, Any]:
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    # As a user runs it: no daemon switch set (the installed hooks would start one) and a
+    # runtime directory of its own, where the daemon's socket would be.
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    env = {**{k: v for k, v in os.environ.items() if k != "ONSTATION_DAEMON"},
+           "TMPDIR": str(tmp_path), "XDG_RUNTIME_DIR": str(runtime)}  # fmt: skip
     done = subprocess.run(
         [ONSTATION, "demo", "--json", "--keep"], capture_output=True, text=True, env=env,
         timeout=WAIT, check=False,
     )  # fmt: skip
-    # It has returned: nothing it started may still run, not even for a moment.
+    # It has returned: nothing it started may still run, not even for a moment (a daemon its
+    # hooks started included: the demo starts none).
     assert processes_mentioning(str(tmp_path)) == []
+    assert not (runtime / "onstation").exists()
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     summary: dict[str, Any] = json.loads(done.stdout)
     assert summary["ok"] is True and summary["failed_checks"] == [], summary["failed_checks"]

@@ -90,6 +90,9 @@ SUCCESSOR_START_TOKENS = 18_000
 #: Every process of one demo run carries this in its environment (children inherit it, the
 #: successors the relief launches too), so at exit whatever still carries it is the demo's.
 RUN_VAR = "ONSTATION_DEMO_RUN"
+#: The daemon's switch (``cli.daemon_client.SWITCH_ENV``; the relief layer does not import
+#: the interfaces above it).
+SWITCH_ENV = "ONSTATION_DAEMON"
 #: The lead's look at the ledger (and the demo's at its bodies): SQLite tells nobody of a new
 #: row, so this is how soon a Red tier or a finished team is seen. A look costs a few ms.
 POLL = 0.1
@@ -141,7 +144,12 @@ def run_demo(*, keep: bool, say: Any, stall: float = 120.0) -> dict[str, Any]:
 
     scratch = Path(tempfile.mkdtemp(prefix="onstation-demo-"))
     db = str(scratch / "ledger.db")
-    saved = {k: os.environ.get(k) for k in ("ONSTATION_DB", "ONSTATION_KEYS_DIR", RUN_VAR)}
+    saved = {k: os.environ.get(k) for k in ("ONSTATION_DB", "ONSTATION_KEYS_DIR", RUN_VAR,
+                                            SWITCH_ENV)}  # fmt: skip
+    # The demo's hooks use a daemon the user runs but start none: one started by them would
+    # outlive the run (it stops after 30 idle minutes), and the run leaves nothing behind.
+    if not os.environ.get(SWITCH_ENV):
+        os.environ[SWITCH_ENV] = "on"
     os.environ["ONSTATION_DB"] = db
     os.environ["ONSTATION_KEYS_DIR"] = str(scratch / "keys")
     bodies = Bodies(f"{os.getpid()}-{uuid.uuid4().hex}")
