@@ -45,14 +45,18 @@ def in_process(env: dict[str, str]) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def running_daemon(onstation_bin: str, env: dict[str, str]) -> Iterator[BenchDaemon]:
-    """Start a daemon on a scratch socket (a short path: ``sun_path`` is 107 bytes)."""
+def running_daemon(
+    onstation_bin: str, env: dict[str, str], *, postgres: bool = False
+) -> Iterator[BenchDaemon]:
+    """Start a daemon on a scratch socket (a short path: ``sun_path`` is 107 bytes); with
+    ``postgres``, one that loads psycopg ahead (``--postgres``), as for a PostgreSQL ledger."""
     directory = tempfile.mkdtemp(prefix="osb-")
     os.chmod(directory, 0o700)
     served_env = {k: v for k, v in env.items() if k != "ONSTATION_DAEMON"}
     served_env["ONSTATION_DAEMON_SOCKET"] = os.path.join(directory, "d.sock")
     served_env["PATH"] = os.path.dirname(onstation_bin) + os.pathsep + env.get("PATH", "")
-    started = subprocess.run([onstation_bin, "daemon", "start", "--json"], env=served_env,
+    argv = [onstation_bin, "daemon", "start", "--json", *(["--postgres"] if postgres else [])]
+    started = subprocess.run(argv, env=served_env,
                              capture_output=True, text=True, check=False)  # fmt: skip
     if started.returncode != 0:
         raise SystemExit(f"bench: onstation daemon start failed: {started.stderr.strip()}")

@@ -25,6 +25,11 @@ Each row gives the median wall time and, beside it, the median CPU time (user + 
 the calling process: on a loaded machine the wall time mostly measures the wait for a core,
 the CPU time what the command itself costs (with the daemon, the caller's share only).
 
+Every row is measured twice: on an SQLite ledger (a file per workspace), then on a
+PostgreSQL one (a schema per workspace, on ``ONSTATION_BENCH_PG``, default the local test
+database; the daemon started with ``--postgres``, as for such a ledger). A PostgreSQL ledger
+takes every hook call down the full path and opens a server connection per call.
+
 Run: ``./dev bench hook``. ``ONSTATION_BENCH_HOOK_MB`` sets the transcript size (default 200).
 """
 
@@ -40,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import onstation
@@ -99,16 +105,45 @@ def _median(runs: list[tuple[float, float]]) -> tuple[float, float]:
     return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
 
 
+class _Ledgers:
+    """Migrated, empty PostgreSQL ledgers, one schema each, dropped at :meth:`drop`."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.schemas: list[str] = []
+
+    def new(self) -> str:
+        from onstation.ledger import open_backend
+
+        schema = f"bench_hook_{uuid.uuid4().hex[:12]}"
+        url = f"{self.base}{'&' if '?' in self.base else '?'}schema={schema}"
+        self.schemas.append(schema)
+        backend = open_backend(url, require_migrated=False)
+        try:
+            backend.migrate()
+        finally:
+            backend.close()
+        return url
+
+    def drop(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.base, autocommit=True) as conn:
+            for schema in self.schemas:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
 class _World:
     """One scratch workspace with the hooks installed, its ledger and a 200 MB transcript."""
 
     def __init__(
         self, root: Path, onstation_bin: str, env: dict[str, str], mb: int,
-        transcript: Path | None = None,
+        transcript: Path | None = None, ledgers: _Ledgers | None = None,
     ) -> None:  # fmt: skip
         self.project = root / "project"
         self.project.mkdir(parents=True)
-        self.env = {**env, "ONSTATION_DB": str(root / "ledger.db")}
+        db = str(root / "ledger.db") if ledgers is None else ledgers.new()
+        self.env = {**env, "ONSTATION_DB": db}
         subprocess.run(
             [onstation_bin, "install", "claude-code", "--project", str(self.project), "--node",
              "bench"], env=self.env, check=True, capture_output=True,
@@ -170,6 +205,25 @@ Timings = dict[str, list[tuple[float, float]]]
 def main() -> None:
     megabytes = int(os.environ.get("ONSTATION_BENCH_HOOK_MB", "200"))
     compileall.compile_dir(str(Path(onstation.__file__).parent), quiet=1)
+    with tempfile.TemporaryDirectory(prefix="onstation-bench-hook-") as scratch:
+        transcript = Path(scratch) / "session.jsonl"
+        _make_transcript(transcript, megabytes)
+        _measure(Path(scratch) / "sqlite", megabytes, transcript, None)
+        base = os.environ.get("ONSTATION_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/test")
+        ledgers = _Ledgers(base)
+        try:
+            ledgers.new()  # whether a server answers (its schema is dropped with the rest)
+        except Exception as exc:
+            print(f"postgres: skipped: {str(exc).splitlines()[0]}")
+            return
+        try:
+            _measure(Path(scratch) / "postgres", megabytes, transcript, ledgers)
+        finally:
+            ledgers.drop()
+
+
+def _measure(scratch: Path, megabytes: int, transcript: Path, ledgers: _Ledgers | None) -> None:
+    """Every row, on SQLite files (``ledgers`` None) or on PostgreSQL schemas."""
     onstation_bin = str(Path(sys.executable).with_name("onstation"))
     # Hook and status-line calls: the arguments after the installed program (each world's
     # own, read from its settings); the heartbeat is the console script, as a body runs it.
@@ -183,64 +237,66 @@ def main() -> None:
         "statusline": ["statusline"],
         "lease renew (heartbeat)": [onstation_bin, "lease", "renew", "beat", "--generation", "1"],
     }
-    with tempfile.TemporaryDirectory(prefix="onstation-bench-hook-") as scratch:
-        base_env = in_process(dict(os.environ))
-        own = _World(Path(scratch) / "own", onstation_bin, base_env, megabytes)
-        with running_daemon(onstation_bin, base_env) as daemon:
-            warm = _World(Path(scratch) / "warm", onstation_bin, daemon.env, megabytes)
-            worlds = (("own", own), ("daemon", warm))
-            # A session's first calls happen once per world: timed on FIRSTS fresh worlds
-            # each (the same transcript), so that their rows are medians too, not one sample.
-            firsts = {label: [world] for label, world in worlds}
-            for n in range(1, FIRSTS):
-                for label, world in worlds:
-                    firsts[label].append(_World(
-                        Path(scratch) / f"{label}-{n}", onstation_bin, world.env, megabytes,
-                        transcript=world.transcript))  # fmt: skip
-            cpu_before, served_before = daemon.cpu(), daemon.served()
-            timings: dict[str, Timings] = {w: {name: [] for name in calls} for w, _ in worlds}
-            once: dict[str, Timings] = {w: {} for w, _ in worlds}
-            firsts_pass: list[tuple[float, float]] = []
-            for n in range(FIRSTS):
-                firsts_pass.append(_time([sys.executable, "-c", "pass"], env=base_env))
-                for label, _ in worlds:
-                    first = firsts[label][n]
-                    once[label].setdefault("hook SessionStart (first, admits)", []).append(
-                        _time([*first.program, *hook, "SessionStart"], env=first.env,
-                              stdin=first.payload("SessionStart", source="startup")))  # fmt: skip
-                    once[label].setdefault("hook PostToolUse (first, tail read)", []).append(
-                        _time([*first.program, *hook, "PostToolUse"], env=first.env,
-                              stdin=first.payload(
-                            "PostToolUse", tool_name="Read", tool_input={},
-                            tool_use_id="t0")))  # fmt: skip
-                    if n:  # the main worlds' sessions end after their steady calls, below
-                        once[label].setdefault("hook SessionEnd", []).append(_time(
-                            [*first.program, *hook, "SessionEnd"], env=first.env,
-                            stdin=first.payload("SessionEnd", reason="other")))  # fmt: skip
-                firsts_pass.append(_time([sys.executable, "-c", "pass"], env=base_env))
-            python_pass: list[tuple[float, float]] = []
-            tail: list[tuple[float, float]] = []
-            for turn in range(1, RUNS + 1):
-                python_pass.append(_time([sys.executable, "-c", "pass"], env=base_env))
-                tail.append(_time(["tail", "-c", "65536", str(own.transcript)], env=base_env))
-                # Interleaved: a slow moment of the machine touches both columns alike.
-                stdins = {label: world.stdins(turn) for label, world in worlds}
-                for name, argv in calls.items():
-                    for label, world in worlds:
-                        timings[label][name].append(
-                            _time(world.argv(argv), env=world.env, stdin=stdins[label][name])
-                        )
+    base_env = in_process(dict(os.environ))
+    own = _World(scratch / "own", onstation_bin, base_env, megabytes, transcript, ledgers)
+    postgres = ledgers is not None
+    with running_daemon(onstation_bin, base_env, postgres=postgres) as daemon:
+        warm = _World(scratch / "warm", onstation_bin, daemon.env, megabytes, transcript,
+                      ledgers)  # fmt: skip
+        worlds = (("own", own), ("daemon", warm))
+        # A session's first calls happen once per world: timed on FIRSTS fresh worlds
+        # each (the same transcript), so that their rows are medians too, not one sample.
+        firsts = {label: [world] for label, world in worlds}
+        for n in range(1, FIRSTS):
             for label, world in worlds:
-                once[label].setdefault("hook SessionEnd", []).append(_time(
-                    [*world.program, *hook, "SessionEnd"], env=world.env,
-                    stdin=world.payload("SessionEnd", reason="other")))  # fmt: skip
-                once[label]["onstation --help"] = [
-                    _time([onstation_bin, "--help"], env=world.env) for _ in range(5)
-                ]
-            served = daemon.served() - served_before
-            total = RUNS * len(calls) + 3 * FIRSTS
-            daemon_cpu = (daemon.cpu() - cpu_before) / total
-    _report(megabytes, python_pass, firsts_pass, tail, timings, once, served, total, daemon_cpu)
+                firsts[label].append(_World(
+                    scratch / f"{label}-{n}", onstation_bin, world.env, megabytes,
+                    transcript, ledgers))  # fmt: skip
+        cpu_before, served_before = daemon.cpu(), daemon.served()
+        timings: dict[str, Timings] = {w: {name: [] for name in calls} for w, _ in worlds}
+        once: dict[str, Timings] = {w: {} for w, _ in worlds}
+        firsts_pass: list[tuple[float, float]] = []
+        for n in range(FIRSTS):
+            firsts_pass.append(_time([sys.executable, "-c", "pass"], env=base_env))
+            for label, _ in worlds:
+                first = firsts[label][n]
+                once[label].setdefault("hook SessionStart (first, admits)", []).append(
+                    _time([*first.program, *hook, "SessionStart"], env=first.env,
+                          stdin=first.payload("SessionStart", source="startup")))  # fmt: skip
+                once[label].setdefault("hook PostToolUse (first, tail read)", []).append(
+                    _time([*first.program, *hook, "PostToolUse"], env=first.env,
+                          stdin=first.payload(
+                        "PostToolUse", tool_name="Read", tool_input={},
+                        tool_use_id="t0")))  # fmt: skip
+                if n:  # the main worlds' sessions end after their steady calls, below
+                    once[label].setdefault("hook SessionEnd", []).append(_time(
+                        [*first.program, *hook, "SessionEnd"], env=first.env,
+                        stdin=first.payload("SessionEnd", reason="other")))  # fmt: skip
+            firsts_pass.append(_time([sys.executable, "-c", "pass"], env=base_env))
+        python_pass: list[tuple[float, float]] = []
+        tail: list[tuple[float, float]] = []
+        for turn in range(1, RUNS + 1):
+            python_pass.append(_time([sys.executable, "-c", "pass"], env=base_env))
+            tail.append(_time(["tail", "-c", "65536", str(own.transcript)], env=base_env))
+            # Interleaved: a slow moment of the machine touches both columns alike.
+            stdins = {label: world.stdins(turn) for label, world in worlds}
+            for name, argv in calls.items():
+                for label, world in worlds:
+                    timings[label][name].append(
+                        _time(world.argv(argv), env=world.env, stdin=stdins[label][name])
+                    )
+        for label, world in worlds:
+            once[label].setdefault("hook SessionEnd", []).append(_time(
+                [*world.program, *hook, "SessionEnd"], env=world.env,
+                stdin=world.payload("SessionEnd", reason="other")))  # fmt: skip
+            once[label]["onstation --help"] = [
+                _time([onstation_bin, "--help"], env=world.env) for _ in range(5)
+            ]
+        served = daemon.served() - served_before
+        total = RUNS * len(calls) + 3 * FIRSTS
+        daemon_cpu = (daemon.cpu() - cpu_before) / total
+    _report("postgres" if postgres else "sqlite", megabytes, python_pass, firsts_pass, tail,
+            timings, once, served, total, daemon_cpu)  # fmt: skip
 
 
 #: The rows timed in the session-firsts phase, held against the baseline timed beside them.
@@ -249,16 +305,16 @@ FIRSTS_ROWS = ("hook SessionStart (first, admits)", "hook PostToolUse (first, ta
 
 
 def _report(
-    megabytes: int, python_pass: list[tuple[float, float]],
+    backend: str, megabytes: int, python_pass: list[tuple[float, float]],
     firsts_pass: list[tuple[float, float]], tail: list[tuple[float, float]],
     timings: dict[str, Timings], once: dict[str, Timings], served: int, total: int,
     daemon_cpu: float,
 ) -> None:  # fmt: skip
     base, base_cpu = _median(python_pass)
     firsts_base, firsts_base_cpu = _median(firsts_pass)
-    print(f"one call, whole process, {megabytes} MB transcript, median of {RUNS}; each in its "
-          "own process, then handed to the daemon (onstation daemon); wall time, and CPU time "
-          "(user + system) of the calling process")  # fmt: skip
+    print(f"{backend} ledger: one call, whole process, {megabytes} MB transcript, median of "
+          f"{RUNS}; each in its own process, then handed to the daemon (onstation daemon); wall "
+          "time, and CPU time (user + system) of the calling process")  # fmt: skip
     print(f"  {'python -c pass (baseline)':<36} {base * 1000:7.1f} ms  1.00x  | cpu "
           f"{base_cpu * 1000:5.1f} ms")  # fmt: skip
     tail_wall = _median(tail)[0]
