@@ -17,6 +17,7 @@ from typing import NoReturn
 import click
 
 from onstation.cli.common import Options, handle_errors
+from onstation.cli.daemon_client import AUTO_IDLE_EXIT
 from onstation.core.errors import BadInput, OnstationError
 
 #: Seconds ``start`` waits for the daemon to be ready, ``stop`` for it to be gone.
@@ -69,7 +70,7 @@ def daemon_group() -> None:
 @click.option(
     "--idle-exit", "idle_exit", type=click.IntRange(min=1), default=None, metavar="SECONDS",
     help="Stop after SECONDS without a call (default: keep running; a daemon the installed "
-         "hooks start stops after 1800).",
+         f"hooks start stops after {AUTO_IDLE_EXIT}).",
 )  # fmt: skip
 @_JSON_OPTION
 def daemon_start(socket_path: str | None, foreground: bool, postgres: bool,

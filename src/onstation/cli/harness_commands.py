@@ -116,9 +116,11 @@ def install_cmd(
     # when none runs (docs/daemon.md); a fallback to the console script does not.
     autostart = HOOK_LAUNCHER in command_program()
     if autostart:
+        from onstation.cli.daemon_client import AUTO_IDLE_EXIT
+
         lines.append("daemon: the first hook call starts this user's daemon, which runs later "
-                     "calls warm and stops after 30 min without one (ONSTATION_DAEMON=off: "
-                     "never)")  # fmt: skip
+                     f"calls warm and stops after {AUTO_IDLE_EXIT // 60} min without one "
+                     "(ONSTATION_DAEMON=off: never)")  # fmt: skip
     lines += [f"note: {w}" for w in record.get("warnings", [])]
     lines += [f"to do once: {step}" for step in record.get("next_steps", [])]
     emit(
