@@ -592,6 +592,45 @@ def test_a_bad_idle_exit_is_refused_in_one_line_with_exit_2(given: str) -> None:
         d.stop()
 
 
+def _pg_connections(url: str, app: str) -> list[tuple[int, str]]:
+    import psycopg
+
+    with psycopg.connect(url.split("?", maxsplit=1)[0], autocommit=True) as admin:
+        rows = admin.execute("SELECT pid, state FROM pg_stat_activity WHERE application_name = %s",
+                             (app,)).fetchall()  # fmt: skip
+    return [(int(pid), str(state)) for pid, state in rows]
+
+
+def test_a_spare_connects_to_a_postgresql_ledger_ahead_and_its_call_takes_it(
+    pg_url: str,
+) -> None:
+    """After a call on a PostgreSQL ledger, the next spare connects to it under that call's
+    environment (seen by the application name libpq sends); the next call takes it (the
+    daemon counts it); one the server ended meanwhile is not taken, and the call still
+    runs."""
+    import psycopg
+
+    app = f"osd-{os.getpid()}-{time.monotonic_ns()}"
+    d = Daemon(env={**os.environ, "ONSTATION_DB": pg_url, "PGAPPNAME": app}).start()
+    try:
+        assert d.cli("node", "register", "alpha").returncode == 0
+        assert d.served() == 1 and d.status()["ahead_taken"] == 0
+        _wait(lambda: [s for _p, s in _pg_connections(pg_url, app)] == ["idle"],
+              "the spare's connection made ahead")  # fmt: skip
+        shown = d.cli("node", "show", "alpha")
+        assert shown.returncode == 0 and "alpha" in shown.stdout
+        assert d.served() == 2 and d.status()["ahead_taken"] == 1
+        _wait(lambda: len(_pg_connections(pg_url, app)) == 1, "the next spare's connection")
+        [(spare_pid, _state)] = _pg_connections(pg_url, app)
+        with psycopg.connect(pg_url.split("?", maxsplit=1)[0], autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (spare_pid,))
+        again = d.cli("node", "show", "alpha")
+        assert again.returncode == 0 and "alpha" in again.stdout
+        assert d.served() == 3 and d.status()["ahead_taken"] == 1
+    finally:
+        d.stop()
+
+
 def test_a_sandboxed_caller_stays_in_its_sandbox(tmp_path: Path, daemon: Daemon) -> None:
     """A command under no_new_privs (as in Codex's sandbox, which adds namespaces and a
     seccomp filter) is not served: it runs confined, in its own process."""

@@ -48,7 +48,7 @@ from onstation.cli import daemon_client as client
 from onstation.cli import daemon_pages
 from onstation.cli.daemon_watch import PackageWatch
 from onstation.core.errors import BadInput, Conflict, OnstationError
-from onstation.ledger import fastpath
+from onstation.ledger import fastpath, pg_ahead
 
 #: The largest request frame accepted (argument vector and environment).
 MAX_FRAME = 4 * 1024 * 1024
@@ -182,6 +182,7 @@ def status(path: str, verb: str = "status") -> dict[str, object] | None:
     return {"running": state == "running", "state": state, "pid": int(fields["pid"]),
             "served": int(fields["served"]), "in_flight": int(fields["in_flight"]),
             "hot_pages": int(fields.get("pages", 0)),
+            "ahead_taken": int(fields.get("ahead", 0)),
             "idle_exit": float(fields["idle-exit"]) if "idle-exit" in fields else None,
             "socket": path}  # fmt: skip
 
@@ -191,11 +192,16 @@ class _Call:
     ``r`` there once it has the go-ahead and runs the command, ``d`` once the client has its
     outcome, then the pages it dirtied), and whether the client is gone."""
 
-    __slots__ = ("channel", "conn", "counted", "done", "gone", "runs")
+    __slots__ = ("channel", "conn", "counted", "done", "environ", "gone", "runs")
 
-    def __init__(self, conn: socket.socket, channel: socket.socket) -> None:
+    def __init__(
+        self, conn: socket.socket, channel: socket.socket, environ: list[bytes] | None = None
+    ) -> None:
         self.conn = conn
         self.channel = channel
+        #: The caller's environment (``NAME=VALUE`` items): a PostgreSQL ledger its child
+        #: reports is connected to ahead under it.
+        self.environ = environ or []
         channel.setblocking(False)
         self.gone = False
         self.runs = False
@@ -249,6 +255,11 @@ class Daemon:
         self.hot: list[tuple[int, int]] = []
         #: The ledger the latest call had open, for the next spare to open while it waits.
         self.ahead: str | None = None
+        #: The PostgreSQL ledger the latest such call used and that call's environment, for
+        #: the next spare to connect to while it waits (``ledger.pg_ahead``).
+        self.ahead_pg: tuple[str, dict[str, str]] | None = None
+        #: Calls that took a ledger opened (or connected to) ahead by their spare.
+        self.ahead_taken = 0
         self.spares = 0
         self.started = time.time()
         self._last_call = time.monotonic()
@@ -376,7 +387,7 @@ class Daemon:
                 continue
             self._count(call)
             if call.runs:
-                self._learn(call.channel)
+                self._learn(call)
             call.channel.close()
             if not call.runs:  # no go-ahead came: nothing ran, and the client is gone
                 call.conn.close()
@@ -394,16 +405,22 @@ class Daemon:
                     pass
             call.conn.close()
 
-    def _learn(self, channel: socket.socket) -> None:
+    def _learn(self, call: _Call) -> None:
         """Keep the set of pages an ended child said it dirtied, and the ledger it had open
         (:mod:`daemon_pages`)."""
         data = b""
         with contextlib.suppress(OSError):  # the end of what it sent, or nothing
-            while chunk := channel.recv(65536):
+            while chunk := call.channel.recv(65536):
                 data += chunk
-        ledger, runs = daemon_pages.read_report(data)
+        ledger, runs, took = daemon_pages.read_report(data)
         self.hot = self.hot if runs is None else runs
-        self.ahead = ledger or self.ahead
+        self.ahead_taken += took
+        if ledger is not None and ledger.lower().startswith(("postgresql://", "postgres://")):
+            self.ahead_pg = (ledger, daemon_pages.environment(call.environ))
+        elif ledger is not None:
+            # The calls moved to an SQLite ledger: a server connection made ahead for every
+            # spare would go unused (a local file opened ahead costs nothing elsewhere).
+            self.ahead, self.ahead_pg = ledger, None
 
     def _count(self, call: _Call) -> None:
         """Count a call as served once its child has the go-ahead."""
@@ -505,7 +522,10 @@ class Daemon:
         if self.spare is None:
             self._refill()
         assert self.spare is not None
-        self.ahead = daemon_pages.named_ledger(fields[5 + argc :]) or self.ahead  # a guess
+        # Guesses for the next spare (forked before this call ends, so before its child's
+        # report names what it used): the ledger this call's environment names.
+        self.ahead = daemon_pages.named_ledger(fields[5 + argc :]) or self.ahead
+        self.ahead_pg = daemon_pages.named_postgres(fields[5 + argc :]) or self.ahead_pg
         child, channel = self.spare
         conn.sendall(b"ok %d\n" % child)
         # The child gets the connection too: it waits there for the client's go-ahead (a
@@ -518,7 +538,7 @@ class Daemon:
         channel.sendmsg([len(payload).to_bytes(4, "big") + payload],
                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights)])  # fmt: skip
         self.spare = None
-        self.calls[child] = _Call(conn, channel)
+        self.calls[child] = _Call(conn, channel, fields[5 + argc :])
         self._last_call = time.monotonic()
         return True
 
@@ -531,7 +551,7 @@ class Daemon:
         idle = "" if self.idle_exit is None else f"idle-exit {self.idle_exit:g} "
         answer = (f"{state} pid {os.getpid()} served {self.served} in flight {len(self.calls)} "
                   f"pages {sum(count for _first, count in self.hot)} since {int(self.started)} "
-                  f"{idle}socket {self.path}\n")  # fmt: skip
+                  f"ahead {self.ahead_taken} {idle}socket {self.path}\n")  # fmt: skip
         with contextlib.suppress(OSError):
             conn.sendall(answer.encode())
 
@@ -574,6 +594,8 @@ class Daemon:
             # While no call has come: open the last call's ledger (docs/daemon.md), then copy
             # the pages it dirtied (a chunk at a time: a call that arrives stops it).
             ahead = self.ahead is not None and fastpath.open_ahead(self.ahead)
+            if self.ahead_pg is not None:
+                pg_ahead.connect_ahead(*self.ahead_pg)
             prefault = daemon_pages.Prefault([] if learn else self.hot)
             poller = select.poll()
             poller.register(keep, select.POLLIN)

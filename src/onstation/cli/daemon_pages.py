@@ -86,13 +86,17 @@ def dirtied() -> bytes:
 
 
 def report(learn: bool) -> bytes:
-    """What an ended child tells the daemon: the ledger it had open (the next spare opens it
-    ahead: ``ledger.fastpath.open_ahead``) and, when ``learn``, the pages it dirtied."""
-    from onstation.ledger.fastpath import open_ledger_of
+    """What an ended child tells the daemon: the ledger it had open (an SQLite file, or else
+    the PostgreSQL ledger it opened: the next spare opens it ahead,
+    ``ledger.fastpath.open_ahead``, ``ledger.pg_ahead.connect_ahead``), whether it took one
+    opened ahead, and, when ``learn``, the pages it dirtied."""
+    from onstation.ledger import pg_ahead
+    from onstation.ledger.fastpath import open_ledger_of, took_ahead
 
-    ledger = os.fsencode(open_ledger_of() or "")
+    ledger = os.fsencode(open_ledger_of() or pg_ahead.last_used() or "")
     ledger = ledger if len(ledger) < 4096 else b""
-    return len(ledger).to_bytes(2, "big") + ledger + (dirtied() if learn else b"")
+    took = b"1" if took_ahead() or pg_ahead.took_ahead() else b"0"
+    return len(ledger).to_bytes(2, "big") + ledger + took + (dirtied() if learn else b"")
 
 
 def named_ledger(items: list[bytes]) -> str | None:
@@ -114,14 +118,30 @@ def named_ledger(items: list[bytes]) -> str | None:
     return given
 
 
-def read_report(data: bytes) -> tuple[str | None, list[tuple[int, int]] | None]:
-    """(the ledger, the pages' runs) of :func:`report`'s bytes; None for what it left out."""
+def environment(items: list[bytes]) -> dict[str, str]:
+    """A caller's environment (``NAME=VALUE`` items) as text."""
+    pairs = (item.split(b"=", 1) for item in items if b"=" in item)
+    return {os.fsdecode(name): os.fsdecode(value) for name, value in pairs}
+
+
+def named_postgres(items: list[bytes]) -> tuple[str, dict[str, str]] | None:
+    """The PostgreSQL ledger a caller's environment names (``ONSTATION_DB``), with that
+    environment: the next spare connects to it ahead under it (``ledger.pg_ahead``)."""
+    environ = environment(items)
+    url = environ.get("ONSTATION_DB", "")
+    return (url, environ) if url.lower().startswith(("postgresql://", "postgres://")) else None
+
+
+def read_report(data: bytes) -> tuple[str | None, list[tuple[int, int]] | None, bool]:
+    """(the ledger, the pages' runs, whether it took a ledger opened ahead) of
+    :func:`report`'s bytes; None (False) for what it left out."""
     size = int.from_bytes(data[:2], "big")
-    if len(data) < 2 + size:
-        return None, None
+    if len(data) < 3 + size:
+        return None, None, False
     ledger = os.fsdecode(data[2 : 2 + size]) or None
-    rest = data[2 + size :]
-    return ledger, decode(rest) if rest else None
+    took = data[2 + size : 3 + size] == b"1"
+    rest = data[3 + size :]
+    return ledger, decode(rest) if rest else None, took
 
 
 def decode(data: bytes) -> list[tuple[int, int]]:

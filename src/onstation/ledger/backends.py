@@ -612,6 +612,17 @@ class PostgresBackend:
     def leave_open(self) -> None:
         return None  # the server ends the session when the process ends
 
+    def answers(self) -> bool:
+        """Whether the server answers on this connection now, outside any transaction (one
+        round trip): a connection made ahead is checked so before it is used."""
+        idle = self._psycopg.pq.TransactionStatus.IDLE
+        try:
+            if self._conn.closed or self._conn.pgconn.transaction_status != idle:
+                return False
+            return self._conn.execute("SELECT 1").fetchone() == (1,)
+        except self._psycopg.Error:
+            return False
+
     def close(self) -> None:
         self._conn.close()
 
@@ -655,6 +666,14 @@ def open_backend(
     if dialect == "postgres":
         if sqlite_connection is not None:
             raise ValueError("a SQLite connection cannot open a PostgreSQL ledger")
+        from onstation.ledger import pg_ahead
+
+        pg_ahead.used(target)
+        # A daemon's spare may have connected to this very ledger ahead (a migrated one, so
+        # whatever this call asks of its opening holds for it).
+        ahead = pg_ahead.take(target, os.environ) if pg_ahead.held() else None
+        if ahead is not None:
+            return ahead
         return PostgresBackend(target, require_migrated=require_migrated, create=create)
     path = Path(target).expanduser()
     if path.is_dir():

@@ -116,8 +116,18 @@ def take_ahead(path: str) -> Any:
         # directory), still the file at the path it was opened by.
         if wanted == identity and _identity(opened) == identity:
             del _AHEAD[opened]
+            _TAKEN.append(opened)
             return conn
     return None
+
+
+#: The ledgers this process took opened ahead (what a daemon's child reports).
+_TAKEN: list[str] = []
+
+
+def took_ahead() -> bool:
+    """Whether this process took a ledger a daemon's spare opened ahead."""
+    return bool(_TAKEN)
 
 
 def ahead_stale() -> bool:

@@ -1,0 +1,114 @@
+"""A PostgreSQL ledger connected ahead of its call, by a daemon's waiting spare.
+
+Every call a daemon's child runs on a PostgreSQL ledger opens its own server connection:
+about 4 ms here (the connection, the schema's search path, its version), a fifth of such a
+hook call. So the spare a daemon forks ahead of the next call, while it waits, connects to
+the ledger the last call used (docs/daemon.md, "The ledger opened ahead"), and the call
+takes that connection instead of making one. The connection is the spare's own, made after
+its fork, as an SQLite ledger opened ahead is; the daemon itself holds none.
+
+A call must never write through a connection it could not have made itself. So the spare
+connects under the very environment the last call brought (libpq reads the ``PG*``
+variables, ``~/.pgpass``, the service file and certificates under ``HOME``, Kerberos' and
+OpenSSL's locations), never creates a schema, and the call takes the connection only for
+the same URL and the same such environment, only in the process that made it, only while
+it is younger than :data:`MAX_AGE`, and only after a round trip shows it alive. Anything
+else, and the call connects as it always did.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from onstation.ledger.backends import PostgresBackend
+
+#: Seconds a connection made ahead may wait for its call; an older one is closed instead
+#: (credentials or server settings may have changed since it was made).
+MAX_AGE = 300.0
+#: The environment variables libpq reads when it connects (by prefix), and ``HOME``.
+_LIBPQ_PREFIXES = ("PG", "KRB5", "SSL_CERT_")
+
+#: The connection made ahead: (URL, libpq environment) -> (backend, pid, monotonic time).
+#: A process-wide resource, as ``ledger.fastpath``'s SQLite one: empty in every process but
+#: a daemon's spare and the call it becomes.
+_AHEAD: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[PostgresBackend, int, float]] = {}
+#: The PostgreSQL ledger this process last opened (what a daemon's child reports): one item.
+_USED: list[str] = []
+
+
+def libpq_environment(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """What of ``environ`` a libpq connection depends on, sorted."""
+    return tuple(sorted((k, v) for k, v in environ.items()
+                        if k.startswith(_LIBPQ_PREFIXES) or k == "HOME"))  # fmt: skip
+
+
+def used(url: str) -> None:
+    """Note that this process opens the PostgreSQL ledger ``url``."""
+    _USED[:] = [url]
+
+
+def last_used() -> str | None:
+    """The PostgreSQL ledger this process last opened, or None."""
+    return _USED[0] if _USED else None
+
+
+def connect_ahead(url: str, environ: Mapping[str, str]) -> bool:
+    """Connect to the ledger ``url`` as a process with ``environ`` would (its libpq
+    variables, for the time of the connection), for a call to come; whether a connection is
+    now held. Never creates anything: a missing or unmigrated ledger is not connected to."""
+    from onstation.ledger.backends import PostgresBackend
+
+    wanted = libpq_environment(environ)
+    key = (url, wanted)
+    if key in _AHEAD:
+        return True
+    saved = dict(os.environ)
+    try:
+        for name in [k for k in os.environ if k.startswith(_LIBPQ_PREFIXES) or k == "HOME"]:
+            del os.environ[name]
+        os.environ.update(wanted)
+        backend = PostgresBackend(url, require_migrated=True, create=False)
+    except Exception:  # anything at all: the call connects itself
+        return False
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    _AHEAD[key] = (backend, os.getpid(), time.monotonic())
+    return True
+
+
+def take(url: str, environ: Mapping[str, str]) -> PostgresBackend | None:
+    """The connection made ahead for ``url`` under the libpq part of ``environ`` (once), or
+    None: none was made for them, it was made in another process (a fork), it is older than
+    :data:`MAX_AGE`, or the server no longer answers on it (then it is closed)."""
+    entry = _AHEAD.pop((url, libpq_environment(environ)), None)
+    if entry is None:
+        return None
+    backend, pid, made = entry
+    if pid != os.getpid():
+        return None  # a forked copy shares the server session: never used, never closed
+    if time.monotonic() - made > MAX_AGE or not backend.answers():
+        with contextlib.suppress(Exception):
+            backend.close()
+        return None
+    _TAKEN.append(url)
+    return backend
+
+
+#: The ledgers this process took connected ahead (what a daemon's child reports).
+_TAKEN: list[str] = []
+
+
+def took_ahead() -> bool:
+    """Whether this process took a connection a daemon's spare made ahead."""
+    return bool(_TAKEN)
+
+
+def held() -> int:
+    """How many connections made ahead this process holds (for tests and reports)."""
+    return len(_AHEAD)
