@@ -631,6 +631,28 @@ def test_a_spare_connects_to_a_postgresql_ledger_ahead_and_its_call_takes_it(
         d.stop()
 
 
+def test_a_ledger_the_calls_name_themselves_is_learnt_from_their_report(pg_url: str) -> None:
+    """A PostgreSQL ledger named by the command (``--db``; a workspace's configuration does
+    the same), not by the environment: the daemon learns it from the child's report, loads
+    psycopg (started without it), and the spares after connect ahead."""
+    app = f"osd-{os.getpid()}-{time.monotonic_ns()}"
+    env = {k: v for k, v in os.environ.items() if k != "ONSTATION_DB"}
+    d = Daemon(env={**env, "PGAPPNAME": app}).start()
+    try:
+        maps = Path(f"/proc/{d.status()['pid']}/maps")
+        assert "psycopg" not in maps.read_text()
+        assert d.cli("node", "register", "alpha", "--db", pg_url).returncode == 0
+        # The spare forked at the first hand-over could not know; the one after it does.
+        assert d.cli("node", "show", "alpha", "--db", pg_url).returncode == 0
+        _wait(lambda: len(_pg_connections(pg_url, app)) == 1, "the spare's connection")
+        assert "psycopg" in maps.read_text()
+        shown = d.cli("node", "show", "alpha", "--db", pg_url)
+        assert shown.returncode == 0 and "alpha" in shown.stdout
+        assert d.served() == 3 and d.status()["ahead_taken"] == 1
+    finally:
+        d.stop()
+
+
 def test_a_sandboxed_caller_stays_in_its_sandbox(tmp_path: Path, daemon: Daemon) -> None:
     """A command under no_new_privs (as in Codex's sandbox, which adds namespaces and a
     seccomp filter) is not served: it runs confined, in its own process."""

@@ -109,6 +109,21 @@ def preload(root: Path = _PACKAGE, *, postgres: bool = False) -> int:
     return len(sys.modules)
 
 
+def load_postgres() -> None:
+    """Load psycopg into a daemon started without it once its calls use a PostgreSQL ledger
+    (one a workspace's configuration names): as ``--postgres`` would have, so that no spare
+    and no call imports it again (about 100 ms each)."""
+    if "psycopg" in sys.modules:
+        return
+    try:
+        importlib.import_module("psycopg")
+    except Exception:  # not installed: the calls say so themselves
+        return
+    _warm(True)
+    gc.collect()
+    gc.freeze()
+
+
 def _warm(postgres: bool) -> None:
     """Fill the caches every ledger call fills first, once, for every child: the named
     queries (parsed from package data, which the daemon's package watch covers) and the text
@@ -557,6 +572,8 @@ class Daemon:
 
     def _refill(self) -> None:
         """Fork the next spare child: it waits, warm, for the call it will run."""
+        if self.ahead_pg is not None:
+            load_postgres()  # once: every later spare and call then has psycopg loaded
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         # One spare in LEARN_EVERY copies nothing and its call reports the pages it dirtied:
         # a call after a copying spare would report the copies too, whether it wrote them
