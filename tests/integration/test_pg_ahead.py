@@ -133,3 +133,27 @@ def test_the_ledger_a_process_opened_is_the_one_it_reports(pg_url: str) -> None:
     backend = open_backend(pg_url)
     backend.close()
     assert pg_ahead.last_used() == pg_url
+
+
+def test_the_libpq_environment_is_what_libpq_reads_and_nothing_else() -> None:
+    environ = {"PGPASSFILE": "/p", "PGAPPNAME": "a", "HOME": "/h", "KRB5CCNAME": "k",
+               "SSL_CERT_FILE": "c", "OPENSSL_CONF": "o", "PATH": "/bin", "LANG": "C",
+               "ONSTATION_DB": "postgresql://x", "XPG": "no"}  # fmt: skip
+    assert dict(pg_ahead.libpq_environment(environ)) == {
+        "PGPASSFILE": "/p", "PGAPPNAME": "a", "HOME": "/h", "KRB5CCNAME": "k",
+        "SSL_CERT_FILE": "c", "OPENSSL_CONF": "o"}  # fmt: skip
+
+
+def test_a_spare_waits_for_the_server_only_briefly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call that arrives while its spare connects waits for it: the spare's connection
+    gives up after libpq's least timeout, not a call's ten seconds."""
+    asked: dict[str, Any] = {}
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        asked.update(kwargs)
+        raise psycopg.OperationalError("refused")
+
+    monkeypatch.setattr(psycopg, "connect", refused)
+    assert not pg_ahead.connect_ahead("postgresql://nobody@127.0.0.1:1/none", dict(os.environ))
+    assert asked["connect_timeout"] == pg_ahead.CONNECT_TIMEOUT == 2
+    assert pg_ahead.held() == 0

@@ -480,7 +480,10 @@ class PostgresBackend:
 
     name = "postgres"
 
-    def __init__(self, url: str, *, require_migrated: bool = True, create: bool = True) -> None:
+    def __init__(
+        self, url: str, *, require_migrated: bool = True, create: bool = True,
+        connect_timeout: int = 10,
+    ) -> None:  # fmt: skip
         try:
             import psycopg
         except ImportError as exc:  # pragma: no cover - depends on the installed extras
@@ -500,7 +503,7 @@ class PostgresBackend:
         dsn = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), ""))
         try:
             self._conn: psycopg.Connection[Any] = psycopg.connect(
-                dsn, autocommit=True, connect_timeout=10
+                dsn, autocommit=True, connect_timeout=connect_timeout
             )
         except psycopg.Error as exc:
             message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

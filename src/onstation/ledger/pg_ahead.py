@@ -10,10 +10,11 @@ its fork, as an SQLite ledger opened ahead is; the daemon itself holds none.
 A call must never write through a connection it could not have made itself. So the spare
 connects under the very environment the last call brought (libpq reads the ``PG*``
 variables, ``~/.pgpass``, the service file and certificates under ``HOME``, Kerberos' and
-OpenSSL's locations), never creates a schema, and the call takes the connection only for
+OpenSSL's settings) and never creates a schema; and the call takes the connection only for
 the same URL and the same such environment, only in the process that made it, only while
 it is younger than :data:`MAX_AGE`, and only after a round trip shows it alive. Anything
-else, and the call connects as it always did.
+else, and the call connects as it always did. The spare waits for the server at most
+:data:`CONNECT_TIMEOUT` seconds: a call that arrives meanwhile waits for it.
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ if TYPE_CHECKING:
 #: (credentials or server settings may have changed since it was made).
 MAX_AGE = 300.0
 #: The environment variables libpq reads when it connects (by prefix), and ``HOME``.
-_LIBPQ_PREFIXES = ("PG", "KRB5", "SSL_CERT_")
+_LIBPQ_PREFIXES = ("PG", "KRB5", "SSL_CERT_", "OPENSSL_")
+#: Seconds a spare waits for the server (libpq's least): a call that arrives meanwhile
+#: waits for the spare, and a guess must not hold it up as long as a call's own connection.
+CONNECT_TIMEOUT = 2
 
 #: The connection made ahead: (URL, libpq environment) -> (backend, pid, monotonic time).
 #: A process-wide resource, as ``ledger.fastpath``'s SQLite one: empty in every process but
@@ -72,7 +76,8 @@ def connect_ahead(url: str, environ: Mapping[str, str]) -> bool:
         for name in [k for k in os.environ if k.startswith(_LIBPQ_PREFIXES) or k == "HOME"]:
             del os.environ[name]
         os.environ.update(wanted)
-        backend = PostgresBackend(url, require_migrated=True, create=False)
+        backend = PostgresBackend(url, require_migrated=True, create=False,
+                                  connect_timeout=CONNECT_TIMEOUT)  # fmt: skip
     except Exception:  # anything at all: the call connects itself
         return False
     finally:
