@@ -107,6 +107,9 @@ class World:
             "XDG_STATE_HOME": str(root / "state"), "HOME": str(home),
             "CLAUDE_CONFIG_DIR": str(home / ".claude"), "CODEX_HOME": str(home / ".codex"),
             "GIT_TERMINAL_PROMPT": "0", "PYTHONDONTWRITEBYTECODE": "1",
+            # Its hooks neither start this user's daemon (the installed commands would: it
+            # would outlive the run) nor use one: the run leaves nothing behind.
+            "ONSTATION_DAEMON": "off",
         }  # fmt: skip
         (home / ".claude").mkdir(parents=True)
         (home / ".codex").mkdir()
