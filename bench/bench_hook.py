@@ -137,8 +137,8 @@ class _World:
     """One scratch workspace with the hooks installed, its ledger and a 200 MB transcript."""
 
     def __init__(
-        self, root: Path, onstation_bin: str, env: dict[str, str], mb: int,
-        transcript: Path | None = None, ledgers: _Ledgers | None = None,
+        self, root: Path, onstation_bin: str, env: dict[str, str], transcript: Path,
+        ledgers: _Ledgers | None,
     ) -> None:  # fmt: skip
         self.project = root / "project"
         self.project.mkdir(parents=True)
@@ -148,9 +148,6 @@ class _World:
             [onstation_bin, "install", "claude-code", "--project", str(self.project), "--node",
              "bench"], env=self.env, check=True, capture_output=True,
         )  # fmt: skip
-        if transcript is None:
-            transcript = root / "session.jsonl"
-            _make_transcript(transcript, mb)
         self.transcript = transcript
         # The commands as installed (the host runs them through a shell, whose cost is the
         # host's either way): the program words before "hook" / "statusline".
@@ -238,10 +235,10 @@ def _measure(scratch: Path, megabytes: int, transcript: Path, ledgers: _Ledgers 
         "lease renew (heartbeat)": [onstation_bin, "lease", "renew", "beat", "--generation", "1"],
     }
     base_env = in_process(dict(os.environ))
-    own = _World(scratch / "own", onstation_bin, base_env, megabytes, transcript, ledgers)
+    own = _World(scratch / "own", onstation_bin, base_env, transcript, ledgers)
     postgres = ledgers is not None
     with running_daemon(onstation_bin, base_env, postgres=postgres) as daemon:
-        warm = _World(scratch / "warm", onstation_bin, daemon.env, megabytes, transcript,
+        warm = _World(scratch / "warm", onstation_bin, daemon.env, transcript,
                       ledgers)  # fmt: skip
         worlds = (("own", own), ("daemon", warm))
         # A session's first calls happen once per world: timed on FIRSTS fresh worlds
@@ -250,8 +247,8 @@ def _measure(scratch: Path, megabytes: int, transcript: Path, ledgers: _Ledgers 
         for n in range(1, FIRSTS):
             for label, world in worlds:
                 firsts[label].append(_World(
-                    scratch / f"{label}-{n}", onstation_bin, world.env, megabytes,
-                    transcript, ledgers))  # fmt: skip
+                    scratch / f"{label}-{n}", onstation_bin, world.env, transcript,
+                    ledgers))  # fmt: skip
         cpu_before, served_before = daemon.cpu(), daemon.served()
         timings: dict[str, Timings] = {w: {name: [] for name in calls} for w, _ in worlds}
         once: dict[str, Timings] = {w: {} for w, _ in worlds}

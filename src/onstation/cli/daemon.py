@@ -27,10 +27,7 @@ edited install is never served by old code.
 
 from __future__ import annotations
 
-import ast
 import contextlib
-import gc
-import importlib
 import io
 import os
 import select
@@ -40,12 +37,12 @@ import stat
 import struct
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
 
 from onstation.cli import daemon_client as client
 from onstation.cli import daemon_pages
+from onstation.cli.daemon_preload import PACKAGE, load_postgres
 from onstation.cli.daemon_watch import PackageWatch
 from onstation.core.errors import BadInput, Conflict, OnstationError
 from onstation.ledger import fastpath, pg_ahead
@@ -56,87 +53,6 @@ MAX_FRAME = 4 * 1024 * 1024
 CLIENT_TIMEOUT = 2.0
 #: How often (ms) a spare holding a ledger opened ahead looks whether it was deleted or replaced.
 AHEAD_CHECK_MS = 1000
-#: Packages never imported by the warm-up: the console (onstation serve runs in its own
-#: process) and what only tests and the simulator use.
-NOT_PRELOADED = ("onstation.api", "onstation.testing", "onstation.sim")
-_PACKAGE = Path(__file__).resolve().parent.parent
-
-
-def _imported_names(root: Path) -> Iterator[str]:
-    """Every absolute module name the package's sources import, anywhere (also inside
-    functions: the hot paths import lazily, and the daemon imports it all ahead)."""
-    for path in sorted(root.rglob("*.py")):
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (OSError, SyntaxError, UnicodeDecodeError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                yield from (alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                yield node.module
-
-
-def preload(root: Path = _PACKAGE, *, postgres: bool = False) -> int:
-    """Import every module of the package (but the console's, the simulator's and the
-    tests') and every standard-library module its sources import anywhere, also inside
-    functions (the hot paths import lazily); with ``postgres``, psycopg too. Other
-    third-party modules that are imported only inside functions are left to the calls that
-    need them: each costs every call's fork and teardown its memory. Returns how many
-    modules are loaded."""
-    wanted: set[str] = set()
-    for path in root.rglob("*.py"):
-        parts = path.relative_to(root.parent).with_suffix("").parts
-        name = ".".join(p for p in parts if p != "__init__")
-        if name.startswith(NOT_PRELOADED) or ".fake_agent" in name or name.endswith("__main__"):
-            continue
-        wanted.add(name)
-    for name in _imported_names(root):
-        if name.split(".")[0] in sys.stdlib_module_names and name != "__main__":
-            wanted.add(name)
-    if postgres:
-        wanted.add("psycopg")
-    for name in sorted(wanted):
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: S112 - an optional dependency absent here is not needed
-            continue
-    _warm(postgres)
-    # What is loaded now is shared by every child, copy-on-write: kept out of the garbage
-    # collector's sight, a child's collection does not write (and so copy) all of it.
-    gc.collect()
-    gc.freeze()
-    return len(sys.modules)
-
-
-def load_postgres() -> None:
-    """Load psycopg into a daemon started without it once its calls use a PostgreSQL ledger
-    (one a workspace's configuration names): as ``--postgres`` would have, so that no spare
-    and no call imports it again (about 100 ms each)."""
-    if "psycopg" in sys.modules:
-        return
-    try:
-        importlib.import_module("psycopg")
-    except Exception:  # not installed: the calls say so themselves
-        return
-    _warm(True)
-    gc.collect()
-    gc.freeze()
-
-
-def _warm(postgres: bool) -> None:
-    """Fill the caches every ledger call fills first, once, for every child: the named
-    queries (parsed from package data, which the daemon's package watch covers) and the text
-    codecs the standard library looks up by name on first use."""
-    import codecs
-
-    from onstation.ledger import named_queries
-
-    for dialect in ("sqlite", "postgres") if postgres else ("sqlite",):
-        named_queries.queries(dialect)
-    for name in ("ascii", "latin-1", "utf-8", "utf-8-sig", "idna", "cp437"):
-        with contextlib.suppress(LookupError):
-            codecs.lookup(name)
 
 
 def owned_private_dir(directory: Path) -> None:
@@ -261,7 +177,7 @@ class Daemon:
         self.idled = False
         self.listener: socket.socket | None = None
         self._inode = 0
-        self.watch = PackageWatch(_PACKAGE)
+        self.watch = PackageWatch(PACKAGE)
         self.confinement = confinement(os.getpid())
         self.spare: tuple[int, socket.socket] | None = None
         self.calls: dict[int, _Call] = {}
@@ -430,7 +346,7 @@ class Daemon:
         ledger, runs, took = daemon_pages.read_report(data)
         self.hot = self.hot if runs is None else runs
         self.ahead_taken += took
-        if ledger is not None and ledger.lower().startswith(("postgresql://", "postgres://")):
+        if ledger is not None and daemon_pages.is_postgres(ledger):
             self.ahead_pg = (ledger, daemon_pages.environment(call.environ))
         elif ledger is not None:
             # The calls moved to an SQLite ledger: a server connection made ahead for every
@@ -537,10 +453,6 @@ class Daemon:
         if self.spare is None:
             self._refill()
         assert self.spare is not None
-        # Guesses for the next spare (forked before this call ends, so before its child's
-        # report names what it used): the ledger this call's environment names.
-        self.ahead = daemon_pages.named_ledger(fields[5 + argc :]) or self.ahead
-        self.ahead_pg = daemon_pages.named_postgres(fields[5 + argc :]) or self.ahead_pg
         child, channel = self.spare
         conn.sendall(b"ok %d\n" % child)
         # The child gets the connection too: it waits there for the client's go-ahead (a
@@ -553,8 +465,14 @@ class Daemon:
         channel.sendmsg([len(payload).to_bytes(4, "big") + payload],
                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights)])  # fmt: skip
         self.spare = None
-        self.calls[child] = _Call(conn, channel, fields[5 + argc :])
+        environ = fields[5 + argc :]
+        self.calls[child] = _Call(conn, channel, environ)
         self._last_call = time.monotonic()
+        # Guesses for the next spare (forked before this call ends, so before its child's
+        # report names what it used): the ledger this call's environment names. Made after
+        # the hand-over, off the caller's clock.
+        self.ahead = daemon_pages.named_ledger(environ) or self.ahead
+        self.ahead_pg = daemon_pages.named_postgres(environ) or self.ahead_pg
         return True
 
     def _control(self, conn: socket.socket, verb: list[bytes]) -> None:
@@ -654,7 +572,7 @@ def confinement(pid: int) -> tuple[str, ...]:
 
 def _same_install(cli_dir: str) -> bool:
     """Whether the client's ``onstation/cli`` directory is this daemon's."""
-    return cli_dir == _CLI_DIR or Path(cli_dir).resolve() == _PACKAGE / "cli"
+    return cli_dir == _CLI_DIR or Path(cli_dir).resolve() == PACKAGE / "cli"
 
 
 _CLI_DIR = os.path.dirname(os.path.abspath(__file__))

@@ -81,13 +81,14 @@ def daemon_start(socket_path: str | None, foreground: bool, postgres: bool,
     opts = Options(json=as_json)
     with handle_errors(opts):
         from onstation.cli import daemon as server
+        from onstation.cli.daemon_preload import preload
         from onstation.core.errors import Conflict
 
         path = _path(socket_path)
         if _status(path) is not None:
             raise Conflict(f"a daemon already listens on {path}")
         if foreground:
-            modules = server.preload(postgres=postgres)
+            modules = preload(postgres=postgres)
             daemon = server.Daemon(path, idle_exit)
             daemon.bind()
             _say(opts, {"socket": path, "pid": os.getpid(), "modules": modules},
@@ -105,9 +106,10 @@ def daemon_start(socket_path: str | None, foreground: bool, postgres: bool,
 
 def _run_background(path: str, postgres: bool, idle_exit: int | None) -> NoReturn:
     from onstation.cli import daemon as server
+    from onstation.cli.daemon_preload import preload
 
     try:
-        modules = server.preload(postgres=postgres)
+        modules = preload(postgres=postgres)
         daemon = server.Daemon(path, idle_exit)
         daemon.bind()
     except OnstationError as exc:

@@ -99,25 +99,6 @@ def report(learn: bool) -> bytes:
     return len(ledger).to_bytes(2, "big") + ledger + took + (dirtied() if learn else b"")
 
 
-def named_ledger(items: list[bytes]) -> str | None:
-    """The SQLite ledger a caller's environment (``NAME=VALUE`` items) names
-    (``ONSTATION_DB``, else the default file under ``XDG_STATE_HOME`` or ``HOME``) when it is
-    an absolute path to an existing file: the next spare's guess, known at the hand-over (a
-    child's report, which names what it had open, comes only after its call)."""
-    environ = dict(item.split(b"=", 1) for item in items if b"=" in item)
-    given = os.fsdecode(environ.get(b"ONSTATION_DB", b""))
-    if given.lower().startswith("sqlite:"):
-        given = given[len("sqlite:") :].removeprefix("//")
-    if not given:
-        base = os.fsdecode(environ.get(b"XDG_STATE_HOME", b""))
-        home = os.fsdecode(environ.get(b"HOME", b""))
-        base = base or (os.path.join(home, ".local", "state") if home else "")
-        given = os.path.join(base, "onstation", "ledger.db") if base else ""
-    if "://" in given or not os.path.isabs(given) or not os.path.isfile(given):
-        return None
-    return given
-
-
 def environment(items: list[bytes]) -> dict[str, str]:
     """A caller's environment (``NAME=VALUE`` items) as text."""
     pairs = (item.split(b"=", 1) for item in items if b"=" in item)
@@ -129,7 +110,31 @@ def named_postgres(items: list[bytes]) -> tuple[str, dict[str, str]] | None:
     environment: the next spare connects to it ahead under it (``ledger.pg_ahead``)."""
     environ = environment(items)
     url = environ.get("ONSTATION_DB", "")
-    return (url, environ) if url.lower().startswith(("postgresql://", "postgres://")) else None
+    return (url, environ) if is_postgres(url) else None
+
+
+def is_postgres(url: str) -> bool:
+    """Whether a ledger URL names a PostgreSQL ledger."""
+    return url.lower().startswith(("postgresql://", "postgres://"))
+
+
+def named_ledger(items: list[bytes]) -> str | None:
+    """The SQLite ledger a caller's environment (``NAME=VALUE`` items) names
+    (``ONSTATION_DB``, else the default file under ``XDG_STATE_HOME`` or ``HOME``) when it is
+    an absolute path to an existing file: the next spare's guess, known at the hand-over (a
+    child's report, which names what it had open, comes only after its call)."""
+    environ = environment(items)
+    given = environ.get("ONSTATION_DB", "")
+    if given.lower().startswith("sqlite:"):
+        given = given[len("sqlite:") :].removeprefix("//")
+    if not given:
+        base = environ.get("XDG_STATE_HOME", "")
+        home = environ.get("HOME", "")
+        base = base or (os.path.join(home, ".local", "state") if home else "")
+        given = os.path.join(base, "onstation", "ledger.db") if base else ""
+    if "://" in given or not os.path.isabs(given) or not os.path.isfile(given):
+        return None
+    return given
 
 
 def read_report(data: bytes) -> tuple[str | None, list[tuple[int, int]] | None, bool]:
