@@ -45,10 +45,13 @@ _AHEAD: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[PostgresBackend, int
 _USED: list[str] = []
 
 
+def _read_by_libpq(name: str) -> bool:
+    return name.startswith(_LIBPQ_PREFIXES) or name == "HOME"
+
+
 def libpq_environment(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     """What of ``environ`` a libpq connection depends on, sorted."""
-    return tuple(sorted((k, v) for k, v in environ.items()
-                        if k.startswith(_LIBPQ_PREFIXES) or k == "HOME"))  # fmt: skip
+    return tuple(sorted((k, v) for k, v in environ.items() if _read_by_libpq(k)))
 
 
 def used(url: str) -> None:
@@ -73,7 +76,7 @@ def connect_ahead(url: str, environ: Mapping[str, str]) -> bool:
         return True
     saved = dict(os.environ)
     try:
-        for name in [k for k in os.environ if k.startswith(_LIBPQ_PREFIXES) or k == "HOME"]:
+        for name in [k for k in os.environ if _read_by_libpq(k)]:
             del os.environ[name]
         os.environ.update(wanted)
         backend = PostgresBackend(url, require_migrated=True, create=False,
@@ -115,5 +118,5 @@ def took_ahead() -> bool:
 
 
 def held() -> int:
-    """How many connections made ahead this process holds (for tests and reports)."""
+    """How many connections made ahead this process holds (none: nothing to look up)."""
     return len(_AHEAD)
