@@ -25,10 +25,14 @@ Each row gives the median wall time and, beside it, the median CPU time (user + 
 the calling process: on a loaded machine the wall time mostly measures the wait for a core,
 the CPU time what the command itself costs (with the daemon, the caller's share only).
 
-Every row is measured twice: on an SQLite ledger (a file per workspace), then on a
-PostgreSQL one (a schema per workspace, on ``ONSTATION_BENCH_PG``, default the local test
-database; the daemon started with ``--postgres``, as for such a ledger). A PostgreSQL ledger
-takes every hook call down the full path and opens a server connection per call.
+Every row is measured twice: on an SQLite ledger, then on a PostgreSQL one (a schema of its
+own on ``ONSTATION_BENCH_PG``, default the local test database; the daemon started with
+``--postgres``, as for such a ledger). Each is one ledger for every workspace timed, each
+workspace with an identity and a session of its own: as a user's sessions share the default
+SQLite file, and a fleet's agents one database. So a session's first call finds the ledger
+that its daemon's spare opened (SQLite) or connected to (PostgreSQL) ahead, for the call
+before it, as it would in use. Each call on a PostgreSQL ledger opens a server connection
+of its own (a daemon's spare makes it ahead).
 
 Run: ``./dev bench hook``. ``ONSTATION_BENCH_HOOK_MB`` sets the transcript size (default 200).
 """
@@ -106,7 +110,8 @@ def _median(runs: list[tuple[float, float]]) -> tuple[float, float]:
 
 
 class _Ledgers:
-    """Migrated, empty PostgreSQL ledgers, one schema each, dropped at :meth:`drop`."""
+    """Migrated, empty PostgreSQL ledgers, one schema each, dropped at :meth:`drop` (the
+    run uses one, shared by every world, as one database serves a fleet's agents)."""
 
     def __init__(self, base: str) -> None:
         self.base = base
@@ -134,19 +139,21 @@ class _Ledgers:
 
 
 class _World:
-    """One scratch workspace with the hooks installed, its ledger and a 200 MB transcript."""
+    """One scratch workspace with the hooks installed, bound to an identity of its own in the
+    backend's one ledger, with a session of its own and the shared 200 MB transcript."""
 
     def __init__(
-        self, root: Path, onstation_bin: str, env: dict[str, str], transcript: Path,
-        ledgers: _Ledgers | None,
+        self, root: Path, onstation_bin: str, env: dict[str, str], transcript: Path, db: str,
     ) -> None:  # fmt: skip
         self.project = root / "project"
         self.project.mkdir(parents=True)
-        db = str(root / "ledger.db") if ledgers is None else ledgers.new()
         self.env = {**env, "ONSTATION_DB": db}
+        # Names of this world's own: every world of a backend shares its one ledger.
+        self.node = f"bench-{root.name}"
+        self.session = f"bench-session-{root.name}"
         subprocess.run(
             [onstation_bin, "install", "claude-code", "--project", str(self.project), "--node",
-             "bench"], env=self.env, check=True, capture_output=True,
+             self.node], env=self.env, check=True, capture_output=True,
         )  # fmt: skip
         self.transcript = transcript
         # The commands as installed (the host runs them through a shell, whose cost is the
@@ -157,22 +164,26 @@ class _World:
         # The heartbeat is a launched body's (the fake agent's, a stub's), not a hook-driven
         # session's: measured on a body of its own, so that its one-hour lease never cuts
         # short the session lease the hooks keep (which would send every hook to renew it).
-        for argv in (["node", "register", "beat"], ["lease", "acquire", "beat", "--holder",
-                                                    "bench heartbeat"]):  # fmt: skip
+        self.beat = f"beat-{root.name}"
+        for argv in (["node", "register", self.beat], ["lease", "acquire", self.beat,
+                                                       "--holder", "bench heartbeat"]):  # fmt: skip
             subprocess.run([onstation_bin, *argv], env=self.env, check=True, capture_output=True)
 
     def argv(self, args: list[str]) -> list[str]:
-        """A call's whole argument vector: the installed program unless it names its own."""
-        return args if os.path.isabs(args[0]) else [*self.program, *args]
+        """A call's whole argument vector: the installed program unless it names its own
+        (``{beat}``: this world's heartbeat identity)."""
+        if os.path.isabs(args[0]):
+            return [self.beat if a == "{beat}" else a for a in args]
+        return [*self.program, *args]
 
     def payload(self, event: str, **extra: object) -> str:
-        return json.dumps({"session_id": "bench-session", "cwd": str(self.project),
+        return json.dumps({"session_id": self.session, "cwd": str(self.project),
                            "transcript_path": str(self.transcript), "hook_event_name": event,
                            **extra})  # fmt: skip
 
     def status(self) -> str:
         return json.dumps({
-            "session_id": "bench-session", "cwd": str(self.project),
+            "session_id": self.session, "cwd": str(self.project),
             "transcript_path": str(self.transcript),
             "model": {"id": "claude-sonnet-4-5", "display_name": "Sonnet"},
             "context_window": {"context_window_size": 200000, "used_percentage": 10.0},
@@ -209,18 +220,21 @@ def main() -> None:
         base = os.environ.get("ONSTATION_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/test")
         ledgers = _Ledgers(base)
         try:
-            ledgers.new()  # whether a server answers (its schema is dropped with the rest)
+            url = ledgers.new()  # and whether a server answers
         except Exception as exc:
             print(f"postgres: skipped: {str(exc).splitlines()[0]}")
             return
         try:
-            _measure(Path(scratch) / "postgres", megabytes, transcript, ledgers)
+            _measure(Path(scratch) / "postgres", megabytes, transcript, url)
         finally:
             ledgers.drop()
 
 
-def _measure(scratch: Path, megabytes: int, transcript: Path, ledgers: _Ledgers | None) -> None:
-    """Every row, on SQLite files (``ledgers`` None) or on PostgreSQL schemas."""
+def _measure(scratch: Path, megabytes: int, transcript: Path, postgres_url: str | None) -> None:
+    """Every row, on an SQLite ledger (``postgres_url`` None) or on the PostgreSQL one: one
+    ledger for every world, as a user's sessions share theirs (the default SQLite file, or
+    a fleet's database), so that a session's first call finds what its daemon opened
+    ahead for the call before it."""
     onstation_bin = str(Path(sys.executable).with_name("onstation"))
     # Hook and status-line calls: the arguments after the installed program (each world's
     # own, read from its settings); the heartbeat is the console script, as a body runs it.
@@ -232,14 +246,15 @@ def _measure(scratch: Path, megabytes: int, transcript: Path, ledgers: _Ledgers 
         "hook UserPromptSubmit": [*hook, "UserPromptSubmit"],
         "hook Stop": [*hook, "Stop"],
         "statusline": ["statusline"],
-        "lease renew (heartbeat)": [onstation_bin, "lease", "renew", "beat", "--generation", "1"],
+        "lease renew (heartbeat)": [onstation_bin, "lease", "renew", "{beat}", "--generation", "1"],
     }
     base_env = in_process(dict(os.environ))
-    own = _World(scratch / "own", onstation_bin, base_env, transcript, ledgers)
-    postgres = ledgers is not None
+    postgres = postgres_url is not None
+    db = str(scratch / "ledger.db") if postgres_url is None else postgres_url
+    scratch.mkdir(parents=True)
+    own = _World(scratch / "own", onstation_bin, base_env, transcript, db)
     with running_daemon(onstation_bin, base_env, postgres=postgres) as daemon:
-        warm = _World(scratch / "warm", onstation_bin, daemon.env, transcript,
-                      ledgers)  # fmt: skip
+        warm = _World(scratch / "warm", onstation_bin, daemon.env, transcript, db)
         worlds = (("own", own), ("daemon", warm))
         # A session's first calls happen once per world: timed on FIRSTS fresh worlds
         # each (the same transcript), so that their rows are medians too, not one sample.
@@ -248,7 +263,7 @@ def _measure(scratch: Path, megabytes: int, transcript: Path, ledgers: _Ledgers 
             for label, world in worlds:
                 firsts[label].append(_World(
                     scratch / f"{label}-{n}", onstation_bin, world.env, transcript,
-                    ledgers))  # fmt: skip
+                    db))  # fmt: skip
         cpu_before, served_before = daemon.cpu(), daemon.served()
         timings: dict[str, Timings] = {w: {name: [] for name in calls} for w, _ in worlds}
         once: dict[str, Timings] = {w: {} for w, _ in worlds}

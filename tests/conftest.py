@@ -102,6 +102,19 @@ def pg_url() -> Iterator[str]:
 
 
 @pytest.fixture
+def no_connection_left_ahead() -> Iterator[None]:
+    """Close and forget every PostgreSQL connection a test made ahead (``ledger.pg_ahead``)
+    and what the process took: module state, which the next test must not find."""
+    from onstation.ledger import pg_ahead
+
+    yield
+    for backend, _pid, _made in pg_ahead._AHEAD.values():
+        backend.close()
+    pg_ahead._AHEAD.clear()
+    pg_ahead._TAKEN.clear()
+
+
+@pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     """A fresh SQLite ledger file path."""
     return str(tmp_path / "ledger.db")

@@ -1,19 +1,23 @@
 """The hook fast path against the full path: the same payload sequences, the same ledger.
 
-The fast path (:mod:`onstation.relief.hotpath`) answers the common call in plain sqlite3
-with the ledger's named queries (:mod:`onstation.ledger.fastpath`); everything else goes to
-the full path. Each sequence below runs twice from identical starting points, once as
-installed and once with ``ONSTATION_HOOK_FAST_PATH=off``, and the two ledgers must hold the
-same rows (times, ids and transcript cursors aside), and the hooks must answer the same.
+The fast path (:mod:`onstation.relief.hotpath`) answers the common call with the ledger's
+driver and its named queries (:mod:`onstation.ledger.fastpath`; on PostgreSQL pipelined by
+:mod:`onstation.relief.hotpath_pg`); everything else goes to the full path. Each sequence
+below runs twice from identical starting points, once as installed and once with
+``ONSTATION_HOOK_FAST_PATH=off``, and the two ledgers must hold the same rows (times, ids and
+transcript cursors aside), and the hooks must answer the same: on SQLite and on PostgreSQL.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,12 +57,27 @@ VOLATILE = {"at", "host_witness", "created_at", "acquired_at", "renewed_at", "ex
             "message_id", "denial_id", "run_id", "changed_at"}  # fmt: skip
 
 
-def _ledger_rows(db: Path) -> dict[str, list[tuple[Any, ...]]]:
-    conn = sqlite3.connect(db)
-    try:
+def _ledger_rows(db: str | Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table of the ledger ``db`` (an SQLite file or a PostgreSQL URL with
+    its schema), its volatile columns left out."""
+    db = str(db)
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        base, schema = re.fullmatch(r"(.*)[?&]schema=(\w+)", db).groups()  # type: ignore[union-attr]
+        pg = psycopg.connect(base, autocommit=True)
+        pg.execute(f'SET search_path TO "{schema}"')
+        conn: Any = pg
+        tables = [r[0] for r in pg.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s "
+            "AND table_type = 'BASE TABLE' AND table_name != 'schema_version'", (schema,)
+        )]  # fmt: skip
+    else:
+        conn = sqlite3.connect(db)
         tables = [r[0] for r in conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'schema_version'"
         )]  # fmt: skip
+    try:
         out: dict[str, list[tuple[Any, ...]]] = {}
         for table in tables:
             cursor = conn.execute(f'SELECT * FROM "{table}"')
@@ -70,16 +89,30 @@ def _ledger_rows(db: Path) -> dict[str, list[tuple[Any, ...]]]:
         conn.close()
 
 
+@contextlib.contextmanager
+def _two_ledgers(ledger_url: str, tmp_path: Path) -> Iterator[dict[bool, str | None]]:
+    """A ledger for the fast world and one for the full world, on ``ledger_url``'s backend
+    (None: each world's own SQLite file): ``ledger_url`` itself and a second fresh schema."""
+    if not ledger_url.startswith("postgresql://"):
+        yield {True: None, False: None}
+        return
+    from onstation.testing import scratch_postgres_url
+
+    base = re.sub(r"[?&]schema=\w+$", "", ledger_url)
+    with scratch_postgres_url(base) as second:
+        yield {True: ledger_url, False: second}
+
+
 class World:
     """A workspace bound to one identity, a transcript, and the installed hook commands."""
 
-    def __init__(self, root: Path, fast: bool) -> None:
+    def __init__(self, root: Path, fast: bool, db: str | None = None) -> None:
         self.root = root
         root.mkdir()
         self.project = root / "app"
         self.project.mkdir()
-        self.db = root / "ledger.db"
-        self.env = {**os.environ, "ONSTATION_DB": str(self.db),
+        self.db = db or str(root / "ledger.db")
+        self.env = {**os.environ, "ONSTATION_DB": self.db,
                     "XDG_STATE_HOME": str(root / "state"),
                     "ONSTATION_HOOK_FAST_PATH": "on" if fast else "off"}  # fmt: skip
         done = subprocess.run(
@@ -224,11 +257,18 @@ SEQUENCES: dict[str, list[tuple[str, Any]]] = {
 
 
 @pytest.mark.parametrize("name", sorted(SEQUENCES))
-def test_fast_and_full_paths_leave_the_same_ledger(tmp_path: Path, name: str) -> None:
+def test_fast_and_full_paths_leave_the_same_ledger(
+    tmp_path: Path, name: str, ledger_url: str
+) -> None:
+    with _two_ledgers(ledger_url, tmp_path) as dbs:
+        _same_ledger(tmp_path, name, dbs)
+
+
+def _same_ledger(tmp_path: Path, name: str, dbs: dict[bool, str | None]) -> None:
     answers: dict[bool, list[tuple[Any, int]]] = {}
     ledgers: dict[bool, dict[str, list[tuple[Any, ...]]]] = {}
     for fast in (True, False):
-        world = World(tmp_path / ("fast" if fast else "full"), fast)
+        world = World(tmp_path / ("fast" if fast else "full"), fast, dbs[fast])
         seen: list[tuple[Any, int]] = []
         for step, fields in SEQUENCES[name]:
             if step == "turn":
@@ -311,21 +351,28 @@ def test_a_fast_stop_and_pretooluse_import_neither_json_re_nor_threading(tmp_pat
         assert loaded == [f"LOADED {allowed}"], (event, done.stderr)
 
 
-def test_a_workspace_no_longer_bound_gets_the_full_paths_answer(tmp_path: Path) -> None:
+def test_a_workspace_no_longer_bound_gets_the_full_paths_answer(
+    tmp_path: Path, ledger_url: str
+) -> None:
     """The workspace's binding is removed and its configuration names no node: the full path
     takes the workspace as unmanaged (no answer, nothing written); the fast path used to go
     on answering, and writing, for the session it had admitted there."""
+    with _two_ledgers(ledger_url, tmp_path) as dbs:
+        _unbound(tmp_path, dbs)
+
+
+def _unbound(tmp_path: Path, dbs: dict[bool, str | None]) -> None:
     from onstation.ledger import Ledger
     from onstation.ledger.bodies import HarnessLedger
 
     answers: dict[bool, list[tuple[Any, int]]] = {}
     ledgers: dict[bool, str] = {}
     for fast in (True, False):
-        world = World(tmp_path / ("fast" if fast else "full"), fast)
+        world = World(tmp_path / ("fast" if fast else "full"), fast, dbs[fast])
         seen = [world.fire("SessionStart", source="startup")]
         world.assistant_turn(20_000)
         seen.append(world.fire("PostToolUse", **_read(1), tool_response={}))
-        with Ledger.open(str(world.db)) as ledger:
+        with Ledger.open(world.db) as ledger:
             assert HarnessLedger(ledger).unbind_workspace(str(world.project), by="test")
         config = world.project / ".onstation" / "config.json"
         kept = {k: v for k, v in json.loads(config.read_text()).items() if k != "node"}

@@ -8,8 +8,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from onstation.harness.adapters import HookCall
 from onstation.harness.config import WorkspaceConfig
 from onstation.ledger import Ledger
@@ -102,7 +100,6 @@ def test_a_fence_revokes_the_grants_and_they_are_read_through_their_own_index(
     assert "capability_grant_live" in json.dumps([list(r) for r in plan]), plan
 
 
-@pytest.mark.parametrize("ledger_url", ["sqlite"], indirect=True)
 def test_the_fast_path_leaves_a_call_outside_the_grants_to_the_full_path(
     ledger_url: str, tmp_path: Path
 ) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -17,14 +16,8 @@ import pytest
 from onstation.ledger import Ledger, open_backend, pg_ahead
 from onstation.ledger.backends import PostgresBackend
 
-
-@pytest.fixture(autouse=True)
-def _nothing_left_ahead() -> Iterator[None]:
-    yield
-    for backend, _pid, _made in pg_ahead._AHEAD.values():
-        backend.close()
-    pg_ahead._AHEAD.clear()
-    pg_ahead._TAKEN.clear()
+#: Connections made ahead in a test are closed and forgotten after it (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("no_connection_left_ahead")
 
 
 def _env(**extra: str) -> dict[str, str]:

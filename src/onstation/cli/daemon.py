@@ -46,6 +46,7 @@ from onstation.cli.daemon_preload import PACKAGE, load_postgres
 from onstation.cli.daemon_watch import PackageWatch
 from onstation.core.errors import BadInput, Conflict, OnstationError
 from onstation.ledger import fastpath, pg_ahead
+from onstation.relief import hotpath_pg
 
 #: The largest request frame accepted (argument vector and environment).
 MAX_FRAME = 4 * 1024 * 1024
@@ -530,7 +531,7 @@ class Daemon:
             # the pages it dirtied (a chunk at a time: a call that arrives stops it).
             ahead = self.ahead is not None and fastpath.open_ahead(self.ahead)
             if self.ahead_pg is not None:
-                pg_ahead.connect_ahead(*self.ahead_pg)
+                pg_ahead.connect_ahead(*self.ahead_pg, warm=hotpath_pg.warm)
             prefault = daemon_pages.Prefault([] if learn else self.hot)
             poller = select.poll()
             poller.register(keep, select.POLLIN)

@@ -182,7 +182,8 @@ def _top_level(raw: bytes, keys: tuple[str, ...]) -> dict[str, str]:
 
 def _open(payload: dict[str, Any], db: str | None, handed: Any = None) -> tuple[Any, Any]:
     """The ledger and the workspace configuration; ``handed``: the declined fast path's
-    open connection, which the ledger is opened on when it is to the same file."""
+    open connection (SQLite), which the ledger is opened on when it is to the same file, or
+    its PostgreSQL backend, taken when it is connected to the same URL."""
     from onstation.harness.config import load_config
     from onstation.ledger import Ledger
 
@@ -190,6 +191,11 @@ def _open(payload: dict[str, Any], db: str | None, handed: Any = None) -> tuple[
     cwd = given if isinstance(given, str) and os.path.isdir(given) else os.getcwd()
     config = load_config(cwd)
     url = db or config.db or os.environ.get("ONSTATION_DB") or None
+    if getattr(handed, "name", None) == "postgres":
+        if handed.url == url:
+            return Ledger(handed), config
+        handed.close()  # another ledger's: not this call's to use
+        handed = None
     if handed is None:  # a daemon's spare may have opened this very ledger ahead
         from onstation.relief.hotpath import _sqlite_path
 
@@ -534,7 +540,9 @@ def statusline_main(args: list[str], *, whole_process: bool | None = None) -> in
     try:
         payload = loads(raw.decode("utf-8"))
         if isinstance(payload, dict):
-            line = _fast_status_line(payload, db, kept) or _status_line(payload, db)
+            line = _fast_status_line(payload, db, kept) or _status_line(
+                payload, db, kept[0] if kept else None
+            )
     except Exception as exc:
         message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
         _note(f"statusline failed open: {message}")
@@ -561,7 +569,8 @@ def _fast_status_line(payload: dict[str, Any], db: str | None, kept: list[Any]) 
     return line if isinstance(line, str) else None
 
 
-def _status_line(payload: dict[str, Any], db: str | None) -> str:
+def _status_line(payload: dict[str, Any], db: str | None, handed: Any = None) -> str:
+    """The full path's line; ``handed``: the declined fast path's connection (``_open``)."""
     from onstation.core.hull import (
         fill_from_statusline,
         statusline_declared_window,
@@ -572,7 +581,7 @@ def _status_line(payload: dict[str, Any], db: str | None) -> str:
 
     reading = fill_from_statusline(payload)
     session_id = payload.get("session_id")
-    ledger, config = _open(payload, db)
+    ledger, config = _open(payload, db, handed)
     try:
         runner = HookRunner(ledger, CLAUDE_CODE.name, config)
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else os.getcwd()

@@ -12,7 +12,8 @@ connects under the very environment the last call brought (libpq reads the ``PG*
 variables, ``~/.pgpass``, the service file and certificates under ``HOME``, Kerberos' and
 OpenSSL's settings) and never creates a schema; and the call takes the connection only for
 the same URL and the same such environment, only in the process that made it, only while
-it is younger than :data:`MAX_AGE`, and only after a round trip shows it alive. Anything
+it is younger than :data:`MAX_AGE`, and only after a round trip shows it alive (the hook
+fast path's first statement is that round trip: a connection failing it is closed). Anything
 else, and the call connects as it always did. The spare waits for the server at most
 :data:`CONNECT_TIMEOUT` seconds: a call that arrives meanwhile waits for it.
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -64,10 +65,14 @@ def last_used() -> str | None:
     return _USED[0] if _USED else None
 
 
-def connect_ahead(url: str, environ: Mapping[str, str]) -> bool:
+def connect_ahead(
+    url: str, environ: Mapping[str, str], warm: Callable[[PostgresBackend], None] | None = None
+) -> bool:
     """Connect to the ledger ``url`` as a process with ``environ`` would (its libpq
     variables, for the time of the connection), for a call to come; whether a connection is
-    now held. Never creates anything: a missing or unmigrated ledger is not connected to."""
+    now held. Never creates anything: a missing or unmigrated ledger is not connected to.
+    ``warm`` then runs on it (the hook fast path's reads: ``relief.hotpath_pg.warm``); a
+    connection it fails on is closed, not held."""
     from onstation.ledger.backends import PostgresBackend
 
     wanted = libpq_environment(environ)
@@ -86,21 +91,30 @@ def connect_ahead(url: str, environ: Mapping[str, str]) -> bool:
     finally:
         os.environ.clear()
         os.environ.update(saved)
+    if warm is not None:
+        try:
+            warm(backend)
+        except Exception:  # anything at all: the call connects itself
+            with contextlib.suppress(Exception):
+                backend.close()
+            return False
     _AHEAD[key] = (backend, os.getpid(), time.monotonic())
     return True
 
 
-def take(url: str, environ: Mapping[str, str]) -> PostgresBackend | None:
+def take(url: str, environ: Mapping[str, str], *, check: bool = True) -> PostgresBackend | None:
     """The connection made ahead for ``url`` under the libpq part of ``environ`` (once), or
     None: none was made for them, it was made in another process (a fork), it is older than
-    :data:`MAX_AGE`, or the server no longer answers on it (then it is closed)."""
+    :data:`MAX_AGE`, or (``check``) the server no longer answers on it (then it is closed).
+    Unchecked, the caller's first statement tells instead, and the caller closes the
+    connection if it fails (the hook fast path: a round trip saved)."""
     entry = _AHEAD.pop((url, libpq_environment(environ)), None)
     if entry is None:
         return None
     backend, pid, made = entry
     if pid != os.getpid():
         return None  # a forked copy shares the server session: never used, never closed
-    if time.monotonic() - made > MAX_AGE or not backend.answers():
+    if time.monotonic() - made > MAX_AGE or (check and not backend.answers()):
         with contextlib.suppress(Exception):
             backend.close()
         return None

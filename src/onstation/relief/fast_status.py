@@ -3,10 +3,11 @@
 The status line runs after every assistant message. Its common call is an admitted, current
 body whose tier is unchanged and whose host declares the window it declared before: then the
 full path (``cli/hooks.py`` ``_status_line``) writes only the new reading, and prints one
-line. That call is answered here, in one ``BEGIN IMMEDIATE`` transaction that re-checks the
-body, with the line the full path prints, byte for byte. Anything else (an unknown, refused
-or fenced session, a new tier, a new window, a rejected reading, a cleared usage, a malformed
-configuration, PostgreSQL) goes to the full path, having written nothing. The status line
+line. That call is answered here, in one write transaction that re-checks the body (``BEGIN
+IMMEDIATE`` on SQLite; on PostgreSQL the node's row locked first, as every guarded write
+locks it), with the line the full path prints, byte for byte. Anything else (an unknown,
+refused or fenced session, a new tier, a new window, a rejected reading, a cleared usage, a
+malformed configuration) goes to the full path, having written nothing. The status line
 never renews a lease and never delivers a message on either path.
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 import time
 
 from onstation.ledger import fastpath as queries
-from onstation.relief.hotpath import NOT_HANDLED, open_wal, settle_wal, workspace_ledger
+from onstation.relief.hotpath import NOT_HANDLED, open_store, workspace_ledger
 
 TYPE_CHECKING = False  # typing costs import time on the hook hot path
 if TYPE_CHECKING:
@@ -31,35 +32,31 @@ def try_status(payload: dict[str, Any], db: str | None, *, keep: list[Any] | Non
     found = workspace_ledger(cwd, db)
     if found is None:
         return NOT_HANDLED
-    config, path = found
+    config, kind, where = found
     from onstation.core.hull import statusline_declared_window, statusline_usage_cleared
 
     if statusline_usage_cleared(payload):
         return NOT_HANDLED  # maybe a new context epoch: the full path records it
     declared = statusline_declared_window(payload)
-    conn = open_wal(path)
-    if conn is None:
+    store = open_store(kind, where)
+    if store is None:
         return NOT_HANDLED
     answered: object = NOT_HANDLED
     try:
-        answered = _line(conn, payload, session_id, cwd, config, declared)
+        answered = _line(store, payload, session_id, cwd, config, declared)
         if answered is not NOT_HANDLED:
-            settle_wal(conn, path)
+            store.settle()
     except Exception:
+        store.failed()
         answered = NOT_HANDLED  # the full path decides, and reports what went wrong
     finally:
-        # Kept open even when the full path is to answer: closing the process's last
-        # connection would checkpoint and delete the WAL, which the full path's first commit
-        # would then create anew (a directory fsync; about 2 ms a call).
-        if keep is None:
-            conn.close()
-        else:
-            keep.append(conn)
+        # Kept open even when the full path is to answer (as ``hotpath.try_fast`` keeps it).
+        store.keep(keep)
     return answered
 
 
 def _line(
-    conn: Any,
+    store: Any,
     payload: dict[str, Any],
     session_id: str,
     cwd: str,
@@ -68,11 +65,10 @@ def _line(
 ) -> object:
     from onstation.core.hull import fill_from_statusline, tier_value, workspace_policy
 
-    conn.execute("BEGIN IMMEDIATE")
     try:
-        row = conn.execute(queries.STATUS_SESSION, (session_id,)).fetchone()
+        row, bound = store.gather_status(session_id, cwd)
         now = time.time_ns() // 1000
-        node = queries.workspace_node(conn, cwd) or config.get("node")
+        node = bound or config.get("node")
         if (
             row is None
             or row[0] != node  # another identity's workspace: refused there
@@ -82,14 +78,14 @@ def _line(
             or row[5] <= now
             or (declared and declared != row[6])  # a new window: remembered there
         ):
-            conn.execute("ROLLBACK")
+            store.rollback()
             return NOT_HANDLED
         generation, window = row[1], row[6]
         reading = fill_from_statusline(payload)
         if reading is not None and declared is None and window:
             reading = fill_from_statusline(payload, declared_window=window)
         if reading is None:
-            conn.execute("ROLLBACK")
+            store.rollback()
             return f"⚓ {node} gen {generation} body · context unknown"
         from onstation.core.compaction import reject_reason
 
@@ -97,17 +93,15 @@ def _line(
         tier = tier_value(reading.percent, policy)
         stored = tier == row[7] and row[8] == row[9] and row[11] == generation
         if reject_reason(reading) is not None or not stored:
-            conn.execute("ROLLBACK")
+            store.rollback()
             return NOT_HANDLED  # a rejected reading, a new tier: recorded (once) there
-        conn.execute(
+        store.commit([(
             queries.UPDATE_TELEMETRY,
             (reading.percent, reading.used_tokens, reading.window_tokens, reading.source,
              reading.model, now, session_id),
-        )  # fmt: skip
-        conn.execute("COMMIT")
+        )])  # fmt: skip
     except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
+        store.abort()
         raise
     return _format(node, generation, str(tier), reading, policy, row[10])
 

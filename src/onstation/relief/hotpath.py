@@ -1,21 +1,25 @@
-"""The hook fast path: the common call answered with the standard library, sqlite3, the
-harness adapters and the transcript reader only, in one SQLite transaction.
+"""The hook fast path: the common call answered with the standard library, the ledger's
+driver, the harness adapters and the transcript reader only, in one transaction.
 
 Most hook calls change nothing that matters: an admitted, current body reads a tool's
 result, its tier is unchanged, no message waits for it. Those calls are answered here
 without importing the ledger, click or the effect journal. The moment anything else is
-true (another tier, a pending message, a fenced or unknown session, a lease that needs
-renewing, an effect-capable tool call, PostgreSQL) the call is handed to the full path in
-:mod:`onstation.relief.hooks`, which decides it. The fast path only ever writes telemetry
-(the reading and the transcript cursor), inside a ``BEGIN IMMEDIATE`` transaction that also
-re-checks that the body is admitted and current, so it never writes for a stale body.
+true (another tier, a pending message, a fenced or unknown session, an effect-capable tool
+call) the call is handed to the full path in :mod:`onstation.relief.hooks`, which decides
+it. The fast path only ever writes telemetry (the reading and the transcript cursor), the
+session lease's renewal and the tool call's journal row, inside one write transaction that
+also re-checks that the body is admitted and current, so it never writes for a stale body:
+``BEGIN IMMEDIATE`` on SQLite (:class:`SqliteStore`); on PostgreSQL the node's row locked
+first, as every guarded write of the ledger locks it, and the statements pipelined into two
+round trips (:mod:`onstation.relief.hotpath_pg`). One decision (:func:`_answer`) serves both.
 
 What it imports is chosen for start-up time: JSON through :mod:`onstation.core.fastjson`
 (``json`` would import ``re``), SQLite through ``_sqlite3`` (the ``sqlite3`` package's
 Python layer imports ``datetime`` for adapters the fast path never uses). Its writes are a
 reading, a cursor, a lease renewal and a journal row, committed with ``synchronous=NORMAL``:
 durable against a crash of any process, and against power loss up to the last checkpoint
-(docs/decisions.md says why that is enough for each).
+(docs/decisions.md says why that is enough for each); on PostgreSQL with
+``synchronous_commit`` off for the transaction, as the full path commits a journal row.
 """
 
 from __future__ import annotations
@@ -126,19 +130,35 @@ CONFIG_KEYS = frozenset({"node", "db", "tiers", "supervised", "effects", "hook_f
 HOOK_FAIL_MODES = ("open", "closed")
 
 
-def workspace_ledger(cwd: str, db: str | None) -> tuple[dict[str, Any], str] | None:
-    """The workspace's configuration and its SQLite ledger file, or None when a fast path
-    may not answer there (no such directory, a configuration the full path refuses, so that
-    it says what is wrong, or a ledger that is not an existing SQLite file)."""
+def workspace_ledger(cwd: str, db: str | None) -> tuple[dict[str, Any], str, str] | None:
+    """The workspace's configuration and its ledger: ``(config, "sqlite", file)`` or
+    ``(config, "postgres", url)``; None when a fast path may not answer there (no such
+    directory, a configuration the full path refuses, so that it says what is wrong, or a
+    ledger that is neither an existing SQLite file nor a PostgreSQL URL)."""
     if not os.path.isdir(cwd):
         return None
     config = raw_config(cwd)
     if config is None or not config_valid(config):
         return None
-    path = _sqlite_path(db or config.get("db") or os.environ.get("ONSTATION_DB"))
+    url = db or config.get("db") or os.environ.get("ONSTATION_DB")
+    if url and url[:13].lower().startswith(("postgresql://", "postgres://")):
+        return config, "postgres", url
+    path = _sqlite_path(url)
     if path is None or not os.path.isfile(path):
         return None
-    return config, path
+    return config, "sqlite", path
+
+
+def open_store(kind: str, where: str) -> Any:
+    """The fast path's statements on the ledger ``workspace_ledger`` found: a
+    :class:`SqliteStore` or a PostgreSQL one (:mod:`onstation.relief.hotpath_pg`), or None
+    when it cannot be opened here (the full path decides, and says why)."""
+    if kind == "sqlite":
+        conn = open_wal(where)
+        return None if conn is None else SqliteStore(conn, where)
+    from onstation.relief.hotpath_pg import open_pg_store
+
+    return open_pg_store(where)
 
 
 def config_valid(config: dict[str, Any]) -> bool:
@@ -189,10 +209,10 @@ def try_fast(
     host requires even when nothing is decided) or return NOT_HANDLED.
 
     ``deadline`` (``time.monotonic()``) bounds the effect classification of a PreToolUse.
-    ``keep``: the SQLite connection, once opened, is appended to it, open (whether the call
-    was answered here or not), for the caller to close or to leave open at a deliberate exit
-    (closing the last connection checkpoints and deletes the WAL: see ``cli/hooks.py``
-    ``_exit_now``).
+    ``keep``: the ledger's connection (SQLite) or backend (PostgreSQL), once opened, is
+    appended to it, open (whether the call was answered here or not), for the caller to hand
+    to the full path, to close, or to leave open at a deliberate exit (closing the last
+    SQLite connection checkpoints and deletes the WAL: see ``cli/hooks.py`` ``_exit_now``).
     """
     from onstation.harness.adapters import HOOK_HARNESSES
 
@@ -205,26 +225,108 @@ def try_fast(
     found = workspace_ledger(cwd, db)
     if found is None:
         return NOT_HANDLED
-    config, path = found
-    answered: object = NOT_HANDLED
-    conn = open_wal(path)
-    if conn is None:
+    config, kind, where = found
+    store = open_store(kind, where)
+    if store is None:
         return NOT_HANDLED
     try:
-        answered = _answer(conn, call, session_id, cwd, config, deadline)
+        answered = _answer(store, call, session_id, cwd, config, deadline)
         if answered is not NOT_HANDLED:
-            settle_wal(conn, path)
-    except sqlite3.Error:
+            store.settle()
+    except store.errors:
+        store.failed()
         return NOT_HANDLED  # e.g. a ledger not yet migrated: the full path says why
     finally:
         # Kept open even when the full path is to answer: closing the process's last
         # connection would checkpoint and delete the WAL, which the full path's first commit
-        # would then create anew (a directory fsync; about 2 ms a call).
-        if keep is None:
-            conn.close()
-        else:
-            keep.append(conn)
+        # would then create anew (a directory fsync; about 2 ms a call); a PostgreSQL
+        # connection is handed to the full path instead of its making one.
+        store.keep(keep)
     return answered
+
+
+class SqliteStore:
+    """The fast path's statements on an SQLite ledger: its reads and its one write
+    transaction (``BEGIN IMMEDIATE``: the writer lock is taken before anything is re-checked),
+    in the shape the PostgreSQL store has (:mod:`onstation.relief.hotpath_pg`), so that one
+    decision serves both."""
+
+    errors = (sqlite3.Error,)
+
+    def __init__(self, conn: Any, path: str) -> None:
+        self.conn = conn
+        self.path = path
+
+    def cursor_row(self, session_id: str) -> Any:
+        """``SESSION_CURSOR``'s row, outside any transaction."""
+        return self.conn.execute(queries.SESSION_CURSOR, (session_id,)).fetchone()
+
+    def workspace_node(self, cwd: str) -> str | None:
+        return queries.workspace_node(self.conn, cwd)
+
+    def gather(self, session_id: str, cwd: str, event: str, tool_use_id: str | None) -> Any:
+        """Begin the write transaction and read what the decision needs: ``SESSION_STATE``'s
+        row (None: no such session, and nothing else), the node the workspace is bound to,
+        whether a message waits, whether the generation is under challenge, its grants (a
+        PreToolUse), whether a Stop may have to be blocked, and whether an effect's result
+        is the full path's to record (the call's own, or a dispatch still unanswered)."""
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        row = conn.execute(queries.SESSION_STATE, (session_id,)).fetchone()
+        if row is None:
+            return None
+        node, generation = row[0], row[1]
+        grants: set[str] = set()
+        if event == "PreToolUse":
+            grants = {r[0] for r in conn.execute(queries.LIVE_GRANTS, (node, generation))}
+        journaled = (
+            event == "PostToolUse"
+            and tool_use_id is not None
+            and conn.execute(queries.JOURNALED_CALL, (tool_use_id,)).fetchone() is not None
+        )
+        return (
+            row,
+            queries.workspace_node(conn, cwd),
+            conn.execute(queries.PENDING_MESSAGE, (node, generation)).fetchone() is not None,
+            conn.execute(queries.UNDER_CHALLENGE, (node, generation)).fetchone() is not None,
+            grants,
+            event == "Stop"
+            and conn.execute(queries.STOP_MAY_BLOCK, (session_id,)).fetchone() is not None,
+            journaled
+            or conn.execute(queries.OPEN_DISPATCH, (node, generation)).fetchone() is not None,
+        )
+
+    def gather_status(self, session_id: str, cwd: str) -> tuple[Any, str | None]:
+        """Begin the write transaction; ``STATUS_SESSION``'s row and the workspace's node."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        row = self.conn.execute(queries.STATUS_SESSION, (session_id,)).fetchone()
+        return row, queries.workspace_node(self.conn, cwd)
+
+    def commit(self, writes: list[tuple[str, tuple[Any, ...]]]) -> None:
+        """Run ``writes`` (statement, parameters) and commit, at ``synchronous=NORMAL``."""
+        for sql, params in writes:
+            self.conn.execute(sql, params)
+        self.conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        self.conn.execute("ROLLBACK")
+
+    def abort(self) -> None:
+        """End a transaction an exception left open."""
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
+    def settle(self) -> None:
+        settle_wal(self.conn, self.path)
+
+    def failed(self) -> None:
+        return None  # the connection stays usable: the full path opens its ledger on it
+
+    def keep(self, keep: list[Any] | None) -> None:
+        if keep is None:
+            self.conn.close()
+        else:
+            keep.append(self.conn)
 
 
 def open_wal(path: str) -> Any:
@@ -256,7 +358,7 @@ def open_wal(path: str) -> Any:
 
 
 def _answer(
-    conn: Any,
+    store: Any,
     call: HookCall,
     session_id: str,
     cwd: str,
@@ -266,9 +368,9 @@ def _answer(
     event = call.event
     reading: Any = None
     cursor_json: str | None = None
-    row = conn.execute(queries.SESSION_CURSOR, (session_id,)).fetchone()
+    row = store.cursor_row(session_id)
     if row is None:
-        if not config.get("node") and queries.workspace_node(conn, cwd) is None:
+        if not config.get("node") and store.workspace_node(cwd) is None:
             return _quiet(call)  # an unmanaged workspace: nothing to record, nothing to say
         return NOT_HANDLED
     if event == "PreToolUse":
@@ -295,13 +397,15 @@ def _answer(
         from onstation.relief.tool_journal import journal_row
 
         outcome = journal_row(call)
-    conn.execute("BEGIN IMMEDIATE")
     try:
-        row = conn.execute(queries.SESSION_STATE, (session_id,)).fetchone()
+        gathered = store.gather(session_id, cwd, event, call.tool_use_id)
         now = time.time_ns() // 1000
+        if gathered is None:
+            store.rollback()
+            return NOT_HANDLED
+        row, bound, pending, challenged, grants, stop_may_block, unsettled = gathered
         if (
-            row is None
-            or row[2] != "ADMITTED"
+            row[2] != "ADMITTED"
             or row[3] != call.harness
             or row[1] != row[4]
             or row[5] != "LIVE"
@@ -309,57 +413,47 @@ def _answer(
             # The node the full path would judge the session for (the workspace's binding,
             # else the configuration's): another one, or none (an unmanaged workspace, no
             # write), is the full path's to answer.
-            or (queries.workspace_node(conn, cwd) or config.get("node")) != row[0]
+            or (bound or config.get("node")) != row[0]
+            # A successor under challenge heartbeats on the full path.
+            or challenged
+            # Outside the generation's grants: the full path denies it.
+            or (event == "PreToolUse" and not _granted(grants, call.tool_name))
+            # Relief requested, not yet blocked once: the full path decides.
+            or stop_may_block
+            # A message to deliver, or an effect's result to record (this call's, or a
+            # dispatch the host never answered): the full path's.
+            or pending
+            or unsettled
         ):
-            conn.execute("ROLLBACK")
+            store.rollback()
             return NOT_HANDLED
-        pending = conn.execute(queries.PENDING_MESSAGE, (row[0], row[1])).fetchone()
-        challenged = conn.execute(queries.UNDER_CHALLENGE, (row[0], row[1])).fetchone()
-        if challenged is not None:
-            conn.execute("ROLLBACK")
-            return NOT_HANDLED  # a successor under challenge heartbeats on the full path
-        if event == "PreToolUse" and not _granted(conn, row[0], row[1], call.tool_name):
-            conn.execute("ROLLBACK")
-            return NOT_HANDLED  # outside the generation's grants: the full path denies it
-        if event == "Stop" and conn.execute(queries.STOP_MAY_BLOCK, (session_id,)).fetchone():
-            conn.execute("ROLLBACK")
-            return NOT_HANDLED  # relief requested, not yet blocked once: the full path decides
-        journaled = None
-        if event == "PostToolUse" and call.tool_use_id is not None:
-            # The result of a journaled effect is recorded by the full path.
-            journaled = conn.execute(queries.JOURNALED_CALL, (call.tool_use_id,)).fetchone()
-        if journaled is None:
-            # A dispatched effect still without its result (a PostToolUse without
-            # tool_use_id, or a call the host never ran): the full path settles it.
-            journaled = conn.execute(queries.OPEN_DISPATCH, (row[0], row[1])).fetchone()
-        if pending is not None or journaled is not None:
-            conn.execute("ROLLBACK")
-            return NOT_HANDLED
+        writes: list[tuple[str, tuple[Any, ...]]] = []
         if reading is not None:
             from onstation.core.hull import tier_value, workspace_policy
 
             tier = tier_value(reading.percent, workspace_policy(config.get("tiers")))
             if tier != row[7] or row[9] != row[1] or row[10] != row[11]:
-                conn.execute("ROLLBACK")
+                store.rollback()
                 return NOT_HANDLED  # a tier change is recorded (once) by the full path
-            conn.execute(
+            writes.append((
                 queries.UPDATE_TELEMETRY,
                 (reading.percent, reading.used_tokens, reading.window_tokens, reading.source,
                  reading.model, now, session_id),
-            )  # fmt: skip
+            ))  # fmt: skip
         if cursor_json is not None:
-            conn.execute(queries.UPDATE_CURSOR, (cursor_json, session_id))
+            writes.append((queries.UPDATE_CURSOR, (cursor_json, session_id)))
         if row[6] - now < _RENEW_WHEN_LEFT_US:
             # Renewed here as the full path renews it (admitted, current, live, unexpired:
             # checked above): a body that also heartbeats with a short lease would otherwise
             # send every hook call to the full path just to renew.
-            conn.execute(queries.RENEW_LEASE, (now, now + _SESSION_LEASE_TTL_US, row[8]))
+            writes.append((queries.RENEW_LEASE, (now, now + _SESSION_LEASE_TTL_US, row[8])))
         if outcome is not None:  # the body is admitted and current: checked above
-            conn.execute(queries.INSERT_TOOL_OUTCOME, (row[0], row[1], session_id, *outcome, now))
-        conn.execute("COMMIT")
+            writes.append(
+                (queries.INSERT_TOOL_OUTCOME, (row[0], row[1], session_id, *outcome, now))
+            )
+        store.commit(writes)
     except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
+        store.abort()
         raise
     return _quiet(call)
 
@@ -372,10 +466,10 @@ def _quiet(call: HookCall) -> dict[str, Any] | None:
     return adapter(call.harness).no_decision(call.event)
 
 
-def _granted(conn: Any, node: str, generation: int, tool: str | None) -> bool:
-    """Whether the generation may use ``tool``: it holds no grants (not restricted), or one
-    names the tool or its MCP server (as relief/grants.py decides it)."""
-    held = {r[0] for r in conn.execute(queries.LIVE_GRANTS, (node, generation))}
+def _granted(held: set[str], tool: str | None) -> bool:
+    """Whether a generation holding the capabilities ``held`` may use ``tool``: it holds
+    none (not restricted), or one names the tool or its MCP server (as relief/grants.py
+    decides it)."""
     if not held:
         return True  # not restricted (most bodies): relief/grants.py is not even imported
     from onstation.relief.grants import tool_granted

@@ -1,0 +1,215 @@
+"""The hook fast path's statements on a PostgreSQL ledger, in two round trips.
+
+:mod:`onstation.relief.hotpath` decides a common hook call (and
+:mod:`onstation.relief.fast_status` a status line) the same way on either backend; this is
+the store it asks on PostgreSQL. The session's cursor is read on its own, before the
+transcript is (outside any transaction, as on SQLite). Then one round trip begins the write
+transaction, locks the session's node's row (``FOR UPDATE``, in a statement of its own, as
+the ledger's guard locks it before every write for a body: a fence, which takes the same
+lock, then waits for this transaction or this one for the fence), and reads everything the
+decision needs in one statement whose snapshot is taken once the lock is held: the
+session, its node, lease and stored reading, whether a message waits, whether the
+generation is under challenge, its grants, whether a Stop may have to be blocked, whether
+an effect's result is the full path's to record; and the workspace's bindings. The second
+round trip carries the writes and the COMMIT, with ``synchronous_commit`` off for the
+transaction (the full path commits the same journal row so; docs/decisions.md).
+
+The connection is a daemon's spare's, made ahead of the call (:mod:`onstation.ledger.pg_ahead`)
+when there is one, else the call's own; a call the fast path declines hands it to the full
+path (``cli/hooks.py`` ``_open``) instead of the full path making another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from onstation.ledger import fastpath as queries
+
+TYPE_CHECKING = False  # typing costs import time on the hook hot path
+if TYPE_CHECKING:
+    from typing import Any
+
+    from onstation.ledger.backends import PostgresBackend
+
+#: Lock the row of the session's node for the rest of the transaction, before anything is
+#: read (the statements after it take their snapshots once it is held).
+LOCK_NODE = (
+    "SELECT 1 FROM agent_node "
+    "WHERE name = (SELECT node FROM body_session WHERE session_id = %s) FOR UPDATE"
+)
+
+#: ``SESSION_STATE``'s twelve columns, then (12) whether a message waits for the session's
+#: generation, (13) whether that generation is a successor under challenge, (14) the
+#: capabilities it holds, (15) whether a Stop may have to be blocked, (16) whether the tool
+#: call (the first parameter) was journaled as an effect, (17) whether the generation has a
+#: dispatched effect without its result: ``fastpath``'s checks, each by the session.
+GATHER = (
+    "SELECT s.node, s.generation, s.state, s.harness, n.generation, l.state, "
+    "l.expires_at, t.tier, l.lease_id, t.generation, t.epoch, s.context_epoch, "
+    "EXISTS (SELECT 1 FROM message m WHERE m.recipient = s.node AND m.delivered_at IS NULL "
+    "AND (m.generation IS NULL OR m.generation = s.generation)), "
+    "EXISTS (SELECT 1 FROM birth b WHERE b.node = s.node AND b.generation = s.generation "
+    "AND b.state = 'PROVISIONAL'), "
+    "ARRAY(SELECT g.capability FROM capability_grant g WHERE g.node = s.node "
+    "AND g.state = 'LIVE' AND g.generation = s.generation), "
+    "s.relief_requested_at IS NOT NULL AND s.stop_blocked_at IS NULL, "
+    "EXISTS (SELECT 1 FROM tool_call c WHERE c.tool_use_id = %s), "
+    "EXISTS (SELECT 1 FROM effect e WHERE e.node = s.node AND e.generation = s.generation "
+    "AND e.state = 'DISPATCHED') "
+    "FROM body_session s "
+    "JOIN agent_node n ON n.name = s.node "
+    "LEFT JOIN body_lease l ON l.lease_id = s.lease_id "
+    "LEFT JOIN telemetry t ON t.session_id = s.session_id "
+    "WHERE s.session_id = %s"
+)
+
+
+def _pg(sql: str) -> str:
+    """One of ``ledger.fastpath``'s statements with PostgreSQL's placeholders (none of them
+    holds a literal question mark)."""
+    return sql.replace("?", "%s")
+
+
+def _bindings(candidates: list[str]) -> str:
+    return queries.WORKSPACE_BINDINGS.format(marks=", ".join("%s" for _ in candidates))
+
+
+def open_pg_store(url: str) -> PgStore | None:
+    """The store over the ledger ``url``: on the connection a daemon's spare made ahead for
+    it, else on one of its own (a migrated ledger only, nothing created); None when it cannot
+    connect or the ledger is not there (the full path then says why)."""
+    from onstation.ledger import pg_ahead
+
+    pg_ahead.used(url)
+    # Not checked with a round trip of its own: the first statement tells, and a connection
+    # that fails it is closed, not handed on (the full path then connects anew).
+    backend = pg_ahead.take(url, os.environ, check=False) if pg_ahead.held() else None
+    if backend is None:
+        from onstation.ledger.backends import PostgresBackend
+
+        try:
+            backend = PostgresBackend(url, require_migrated=True, create=False)
+        except Exception:
+            return None
+    return PgStore(backend)
+
+
+#: A session id no session has (ids are the host's, and never hold a NUL... nor this):
+#: what the warm-up asks for.
+_NO_SESSION = "onstation warm-up: no such session"
+
+
+def warm(backend: PostgresBackend) -> None:
+    """Run the fast path's statements once on a connection made ahead of its call, for a
+    session that does not exist: the server then has the catalog entries of every table
+    and index they touch cached for this connection (a new server process has none), so the
+    call does not wait while they load (about 2 ms of a 4 ms fast path here). Reads only, in
+    transactions rolled back: nothing is locked (no session, no node row) or written."""
+    store = PgStore(backend)
+    store.cursor_row(_NO_SESSION)
+    store.gather(_NO_SESSION, "/", "PostToolUse", _NO_SESSION)
+    store.rollback()
+    store.gather_status(_NO_SESSION, "/")
+    store.rollback()
+
+
+class PgStore:
+    """The fast path's statements (``hotpath.SqliteStore``'s methods) on a PostgreSQL
+    ledger: the transaction's statements pipelined, the node's row locked first."""
+
+    def __init__(self, backend: PostgresBackend) -> None:
+        import psycopg
+
+        self.errors = (psycopg.Error,)
+        self.backend = backend
+        self.conn = backend._conn
+        self._pipeline: Any = None
+        self._broken = False
+
+    def cursor_row(self, session_id: str) -> Any:
+        return self.conn.execute(_pg(queries.SESSION_CURSOR), (session_id,)).fetchone()
+
+    def workspace_node(self, cwd: str) -> str | None:
+        candidates = queries.workspace_candidates(cwd)
+        found = queries.closest_binding(
+            self.conn.execute(_bindings(candidates), candidates).fetchall()
+        )
+        return None if found is None else found[0]
+
+    def _begin(self, session_id: str) -> None:
+        self._pipeline = self.conn.pipeline()
+        self._pipeline.__enter__()
+        self.conn.execute(b"BEGIN")
+        self.conn.execute(LOCK_NODE, (session_id,))
+
+    def _end(self) -> None:
+        pipeline, self._pipeline = self._pipeline, None
+        if pipeline is not None:
+            pipeline.__exit__(None, None, None)  # syncs: a failed statement raises here
+
+    def gather(self, session_id: str, cwd: str, event: str, tool_use_id: str | None) -> Any:
+        """As ``SqliteStore.gather``, in one round trip."""
+        self._begin(session_id)
+        candidates = queries.workspace_candidates(cwd)
+        state = self.conn.execute(GATHER, (tool_use_id, session_id))
+        bindings = self.conn.execute(_bindings(candidates), candidates)
+        row = state.fetchone()
+        found = queries.closest_binding(bindings.fetchall())
+        if row is None:
+            return None
+        journaled = event == "PostToolUse" and tool_use_id is not None and row[16]
+        return (row[:12], None if found is None else found[0], row[12], row[13], set(row[14]),
+                event == "Stop" and row[15], journaled or row[17])  # fmt: skip
+
+    def gather_status(self, session_id: str, cwd: str) -> tuple[Any, str | None]:
+        """As ``SqliteStore.gather_status``, in one round trip."""
+        self._begin(session_id)
+        candidates = queries.workspace_candidates(cwd)
+        state = self.conn.execute(_pg(queries.STATUS_SESSION), (session_id,))
+        bindings = self.conn.execute(_bindings(candidates), candidates)
+        row = state.fetchone()
+        found = queries.closest_binding(bindings.fetchall())
+        return row, None if found is None else found[0]
+
+    def commit(self, writes: list[tuple[str, tuple[Any, ...]]]) -> None:
+        """Send ``writes`` and the COMMIT together; the commit does not wait for its WAL
+        flush (``SET LOCAL``: the setting ends with the transaction)."""
+        self.conn.execute(b"SET LOCAL synchronous_commit TO OFF")
+        for sql, params in writes:
+            self.conn.execute(_pg(sql), params)
+        self.conn.execute(b"COMMIT")
+        self._end()
+
+    def rollback(self) -> None:
+        self.conn.execute(b"ROLLBACK")
+        self._end()
+
+    def abort(self) -> None:
+        """End what an exception left open: the pipeline, then the transaction. The
+        connection is not handed on."""
+        self._broken = True
+        with contextlib.suppress(Exception):
+            self._end()
+        with contextlib.suppress(Exception):
+            status = self.conn.pgconn.transaction_status
+            if status in self.backend._open_states:
+                self.conn.execute(b"ROLLBACK")
+
+    def settle(self) -> None:
+        return None  # nothing to checkpoint: the server does
+
+    def failed(self) -> None:
+        self._broken = True
+
+    def keep(self, keep: list[Any] | None) -> None:
+        """Hand the connection on (``keep``), or close it: always when a statement failed
+        on it (the full path connects anew)."""
+        if keep is not None and not self._broken:
+            keep.append(self.backend)
+            return
+        with contextlib.suppress(Exception):
+            self.backend.close()
+
+
+__all__ = ["GATHER", "LOCK_NODE", "PgStore", "open_pg_store"]

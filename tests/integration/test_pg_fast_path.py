@@ -1,0 +1,149 @@
+"""The hook fast path on a PostgreSQL ledger (``relief.hotpath_pg``), against a real server:
+it answers on the connection a daemon's spare made and warmed ahead, the warm-up leaves
+nothing behind, a connection the server ended sends the call to the full path with nothing
+lost, and a call racing a fence waits for the node's row and then writes nothing for the
+stale body. The same answers and rows as the full path: tests/integration/
+test_fast_path_differential.py, on both backends."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from onstation.harness.adapters import HookCall
+from onstation.harness.config import WorkspaceConfig
+from onstation.ledger import Ledger, pg_ahead
+from onstation.ledger.bodies import HarnessLedger
+from onstation.relief import hotpath, hotpath_pg
+from onstation.relief.hooks import HookRunner
+
+NODE = "exec-1"
+
+
+#: Connections made ahead in a test are closed and forgotten after it (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("no_connection_left_ahead")
+
+
+def _admitted(pg_url: str, cwd: Path) -> None:
+    """``NODE``'s first body, session ``sess-1``, admitted in ``cwd`` (configured there)."""
+    (cwd / ".onstation").mkdir()
+    (cwd / ".onstation" / "config.json").write_text(f'{{"node": "{NODE}", "db": "{pg_url}"}}')
+    with Ledger.open(pg_url) as ledger:
+        ledger.register_node(NODE)
+        HookRunner(ledger, "claude-code", WorkspaceConfig(node=NODE)).handle(
+            _call(cwd, "SessionStart", source="startup")
+        )
+        assert ledger.get_node(NODE).generation == 1
+
+
+def _call(cwd: Path, event: str, **fields: Any) -> HookCall:
+    """A call as Claude Code sends it, without a transcript (so a PostToolUse journals its
+    outcome and reads no reading)."""
+    return HookCall.from_payload("claude-code", event, {
+        "session_id": "sess-1", "cwd": str(cwd), "hook_event_name": event,
+        "permission_mode": "default", **fields,
+    })  # fmt: skip
+
+
+def _after_read(cwd: Path, n: int) -> HookCall:
+    return _call(cwd, "PostToolUse", tool_name="Read", tool_input={"file_path": "README.md"},
+                 tool_use_id=f"toolu_{n}", tool_response={})  # fmt: skip
+
+
+def _outcomes(pg_url: str) -> list[str]:
+    """The tool calls journaled, by their tool_use_id."""
+    with Ledger.open(pg_url) as ledger:
+        journal = HarnessLedger(ledger).tool_outcomes(NODE, generation=1)
+        return [o.tool_use_id or "" for o in journal]
+
+
+def _admin(pg_url: str) -> psycopg.Connection[Any]:
+    base, schema = pg_url.split("?schema=")
+    conn = psycopg.connect(base, autocommit=True)
+    conn.execute(f'SET search_path TO "{schema}"')
+    return conn
+
+
+def test_a_call_answers_on_the_connection_made_and_warmed_ahead(
+    pg_url: str, tmp_path: Path
+) -> None:
+    _admitted(pg_url, tmp_path)
+    assert pg_ahead.connect_ahead(pg_url, dict(os.environ), warm=hotpath_pg.warm)
+    ahead = next(iter(pg_ahead._AHEAD.values()))[0]
+    pid = int(ahead._conn.info.backend_pid)
+    # The warm-up read, and left nothing open: no transaction, no lock.
+    assert ahead._conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    with _admin(pg_url) as admin:
+        locks = admin.execute("SELECT count(*) FROM pg_locks WHERE pid = %s AND locktype != "
+                              "'virtualxid'", (pid,)).fetchone()  # fmt: skip
+        assert locks == (0,)
+    kept: list[Any] = []
+    assert hotpath.try_fast(_after_read(tmp_path, 1), None, keep=kept) is None  # answered
+    assert pg_ahead.took_ahead() and kept == [ahead]
+    assert _outcomes(pg_url) == ["toolu_1"]
+    ahead.close()
+
+
+def test_a_connection_the_server_ended_sends_the_call_to_the_full_path(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """Taken unchecked (the fast path's first statement is the check): the statement fails,
+    the call is the full path's, and the dead connection is closed, never handed on."""
+    _admitted(pg_url, tmp_path)
+    assert pg_ahead.connect_ahead(pg_url, dict(os.environ), warm=hotpath_pg.warm)
+    ahead = next(iter(pg_ahead._AHEAD.values()))[0]
+    with _admin(pg_url) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (int(ahead._conn.info.backend_pid),))
+    kept: list[Any] = []
+    assert hotpath.try_fast(_after_read(tmp_path, 1), None, keep=kept) is hotpath.NOT_HANDLED
+    assert kept == [] and ahead._conn.closed
+    assert _outcomes(pg_url) == []  # nothing written; the full path answers it instead
+    with Ledger.open(pg_url) as ledger:
+        HookRunner(ledger, "claude-code", WorkspaceConfig(node=NODE)).handle(
+            _after_read(tmp_path, 1)
+        )
+    assert _outcomes(pg_url) == ["toolu_1"]
+
+
+def test_a_call_racing_a_fence_waits_for_the_node_and_writes_nothing(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """A transaction holding the node's row and moving its generation on (what a fence
+    does) is open when the call comes: the call's transaction waits for the row, then
+    finds its body stale and leaves the call to the full path, having written nothing."""
+    _admitted(pg_url, tmp_path)
+    assert hotpath.try_fast(_after_read(tmp_path, 1), None) is None  # answered: a live body
+    with _admin(pg_url) as fence:
+        fence.execute("BEGIN")
+        fence.execute("UPDATE agent_node SET generation = generation + 1 WHERE name = %s",
+                      (NODE,))  # fmt: skip
+        answered: list[object] = []
+        racer = threading.Thread(
+            target=lambda: answered.append(hotpath.try_fast(_after_read(tmp_path, 2), None))
+        )
+        racer.start()
+        with _admin(pg_url) as watch:
+            # Until the call's transaction waits on the fence's row lock (no timing: polled).
+            while not watch.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND query LIKE 'SELECT 1 FROM agent_node%%FOR UPDATE'"
+            ).fetchone():
+                assert racer.is_alive() and not answered
+        fence.execute("COMMIT")
+        racer.join()
+    assert answered == [hotpath.NOT_HANDLED]
+    assert _outcomes(pg_url) == ["toolu_1"]  # nothing for generation 1 after the fence
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "postgres", "POSTGRESQL"])
+def test_a_postgresql_ledger_is_the_fast_paths_in_either_spelling(
+    tmp_path: Path, scheme: str
+) -> None:
+    url = f"{scheme}://someone@db.example:5432/onstation"
+    found = hotpath.workspace_ledger(str(tmp_path), url)
+    assert found is not None and found[1:] == ("postgres", url)
