@@ -7,7 +7,10 @@ test_fast_path_differential.py, on both backends."""
 
 from __future__ import annotations
 
+import io
+import json
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -15,9 +18,11 @@ from typing import Any
 import psycopg
 import pytest
 
+from onstation.cli.hooks import hook_main, statusline_main
 from onstation.harness.adapters import HookCall
 from onstation.harness.config import WorkspaceConfig
 from onstation.ledger import Ledger, pg_ahead
+from onstation.ledger.backends import PostgresBackend
 from onstation.ledger.bodies import HarnessLedger
 from onstation.relief import hotpath, hotpath_pg
 from onstation.relief.hooks import HookRunner
@@ -147,3 +152,52 @@ def test_a_postgresql_ledger_is_the_fast_paths_in_either_spelling(
     url = f"{scheme}://someone@db.example:5432/onstation"
     found = hotpath.workspace_ledger(str(tmp_path), url)
     assert found is not None and found[1:] == ("postgres", url)
+
+
+def _counting_connections(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every PostgreSQL backend opened from now on, by URL."""
+    opened: list[str] = []
+    real = PostgresBackend.__init__
+
+    def counting(self: PostgresBackend, url: str, **kwargs: Any) -> None:
+        opened.append(url)
+        real(self, url, **kwargs)
+
+    monkeypatch.setattr(PostgresBackend, "__init__", counting)
+    return opened
+
+
+def test_a_declined_call_hands_its_connection_to_the_full_path(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A first reading is the full path's to record: the fast path declines it, and the full
+    path answers on the fast path's connection instead of making a second one (the hook and
+    the status line alike)."""
+    _admitted(pg_url, tmp_path)
+    transcript = tmp_path / "s.jsonl"
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 20_000, "output_tokens": 5}
+    transcript.write_text(json.dumps({
+        "type": "assistant", "sessionId": "sess-1", "uuid": "u1", "requestId": "r1",
+        "message": {"id": "m1", "role": "assistant", "model": "claude-sonnet-4-5",
+                    "usage": usage, "content": []}}) + "\n")  # fmt: skip
+    opened = _counting_connections(monkeypatch)
+    payload = {"session_id": "sess-1", "cwd": str(tmp_path), "hook_event_name": "PostToolUse",
+               "transcript_path": str(transcript), "tool_name": "Read", "tool_input": {},
+               "tool_use_id": "toolu_1", "tool_response": {}}  # fmt: skip
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(json.dumps(payload).encode())))
+    assert hook_main(["claude-code", "PostToolUse"], whole_process=False) == 0
+    assert opened == [pg_url]
+    with Ledger.open(pg_url) as ledger:  # the first reading, recorded by the full path
+        assert HarnessLedger(ledger).session("sess-1").telemetry_cursor is not None
+    opened.clear()
+    status = {
+        "session_id": "sess-1",
+        "cwd": str(tmp_path),
+        "model": {"id": "claude-sonnet-4-5", "display_name": "Sonnet"},
+        "context_window": {"context_window_size": 1_000_000, "used_percentage": 2.0},
+    }
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(json.dumps(status).encode())))
+    capsys.readouterr()
+    assert statusline_main([], whole_process=False) == 0  # a new window: the full path's
+    assert "exec-1 gen 1 body" in capsys.readouterr().out
+    assert opened == [pg_url]

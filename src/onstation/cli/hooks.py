@@ -540,9 +540,12 @@ def statusline_main(args: list[str], *, whole_process: bool | None = None) -> in
     try:
         payload = loads(raw.decode("utf-8"))
         if isinstance(payload, dict):
-            line = _fast_status_line(payload, db, kept) or _status_line(
-                payload, db, kept[0] if kept else None
-            )
+            fast = _fast_status_line(payload, db, kept)
+            # A declined PostgreSQL fast path hands its connection on; an SQLite one stays
+            # open beside the full path's, which closes its own (closing the last
+            # connection would checkpoint and delete the WAL).
+            handed = kept[0] if kept and getattr(kept[0], "name", None) == "postgres" else None
+            line = fast or _status_line(payload, db, handed)
     except Exception as exc:
         message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
         _note(f"statusline failed open: {message}")
