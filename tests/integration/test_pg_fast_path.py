@@ -201,3 +201,50 @@ def test_a_declined_call_hands_its_connection_to_the_full_path(
     assert statusline_main([], whole_process=False) == 0  # a new window: the full path's
     assert "exec-1 gen 1 body" in capsys.readouterr().out
     assert opened == [pg_url]
+
+
+def _turn(transcript: Path, n: int, tokens: int) -> None:
+    """One assistant turn of Claude Code's transcript, with its usage."""
+    usage = {"input_tokens": 3, "cache_read_input_tokens": tokens - 3, "output_tokens": 5}
+    with transcript.open("a") as fh:
+        fh.write(json.dumps({
+            "type": "assistant", "sessionId": "sess-1", "uuid": f"u{n}", "requestId": f"r{n}",
+            "message": {"id": f"m{n}", "role": "assistant", "model": "claude-sonnet-4-5",
+                        "usage": usage, "content": []}}) + "\n")  # fmt: skip
+
+
+def test_a_call_beside_the_full_paths_reading_takes_the_rows_in_the_same_order(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """The full path records a reading by updating the session's row, then its telemetry
+    row, without the node's lock. The fast path updates the same two rows: in the other
+    order, a call waiting for the session's row while holding the telemetry row would make a
+    deadlock with it (one of the two aborted, after a second). In the same order one waits
+    for the other, and both commit."""
+    _admitted(pg_url, tmp_path)
+    transcript = tmp_path / "s.jsonl"
+    _turn(transcript, 1, 20_000)
+    with Ledger.open(pg_url) as ledger:  # the first reading, the full path's to record
+        runner = HookRunner(ledger, "claude-code", WorkspaceConfig(node=NODE))
+        runner.handle(_call(tmp_path, "UserPromptSubmit", prompt="go",
+                            transcript_path=str(transcript)))  # fmt: skip
+    _turn(transcript, 2, 21_000)  # the same tier: the fast path's to record
+    prompt = _call(tmp_path, "UserPromptSubmit", prompt="on", transcript_path=str(transcript))
+    with _admin(pg_url) as reading:
+        reading.execute("BEGIN")
+        reading.execute("UPDATE body_session SET telemetry_cursor = telemetry_cursor "
+                        "WHERE session_id = 'sess-1'")  # fmt: skip
+        answered: list[object] = []
+        racer = threading.Thread(target=lambda: answered.append(hotpath.try_fast(prompt, None)))
+        racer.start()
+        with _admin(pg_url) as watch:
+            while not watch.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND query LIKE 'UPDATE %%'"
+            ).fetchone():
+                assert racer.is_alive() and not answered
+        reading.execute("UPDATE telemetry SET reported_at = reported_at "
+                        "WHERE session_id = 'sess-1'")  # fmt: skip
+        reading.execute("COMMIT")
+        racer.join()
+    assert answered == [None]  # answered, not aborted and left to the full path

@@ -427,7 +427,11 @@ def _answer(
         ):
             store.rollback()
             return NOT_HANDLED
+        # The session's row before its telemetry row, as the full path records a reading
+        # (without the node's lock): on PostgreSQL the other order could deadlock with it.
         writes: list[tuple[str, tuple[Any, ...]]] = []
+        if cursor_json is not None:
+            writes.append((queries.UPDATE_CURSOR, (cursor_json, session_id)))
         if reading is not None:
             from onstation.core.hull import tier_value, workspace_policy
 
@@ -440,8 +444,6 @@ def _answer(
                 (reading.percent, reading.used_tokens, reading.window_tokens, reading.source,
                  reading.model, now, session_id),
             ))  # fmt: skip
-        if cursor_json is not None:
-            writes.append((queries.UPDATE_CURSOR, (cursor_json, session_id)))
         if row[6] - now < _RENEW_WHEN_LEFT_US:
             # Renewed here as the full path renews it (admitted, current, live, unexpired:
             # checked above): a body that also heartbeats with a short lease would otherwise
