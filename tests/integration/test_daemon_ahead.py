@@ -194,3 +194,24 @@ def test_the_spare_holds_the_ledger_and_lets_a_deleted_one_go(served: dict[str, 
         os.unlink(db + suffix)
     _wait(lambda: not any(f.startswith(db) for f in _held(served["_PID"])),
           "the spare to let the deleted ledger go")  # fmt: skip
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
+def test_a_served_call_still_truncates_a_wal_past_the_limit(served: dict[str, str]) -> None:
+    """A daemon's child makes its call's WAL checkpoint once the client has the outcome
+    (``fastpath.defer_settling``): made all the same, nothing lost."""
+    db = served["ONSTATION_DB"]
+    for argv in (["node", "register", "w"], ["lease", "acquire", "w", "--holder", "h"]):
+        subprocess.run([_onstation(), *argv], env=served, check=True, capture_output=True)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("CREATE TABLE blob_rows (x BLOB)")
+    conn.execute("PRAGMA wal_autocheckpoint = 0")  # the WAL grows past the limit here
+    for _ in range(200):
+        conn.execute("INSERT INTO blob_rows VALUES (?)", (os.urandom(3000),))
+    assert os.path.getsize(db + "-wal") > fastpath.WAL_LIMIT_BYTES
+    done = subprocess.run([_onstation(), "lease", "renew", "w", "--generation", "1"],
+                          env=served, capture_output=True, text=True, check=True)  # fmt: skip
+    assert done.stdout.startswith("renewed w generation 1")
+    _wait(lambda: os.path.getsize(db + "-wal") == 0, "the child's checkpoint")
+    assert conn.execute("SELECT count(*) FROM blob_rows").fetchone()[0] == 200
+    conn.close()

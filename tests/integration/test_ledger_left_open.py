@@ -125,3 +125,30 @@ def test_whole_hook_calls_on_the_full_path_leave_the_wal_in_place(tmp_path: Path
     with Ledger.open(db) as ledger:
         kinds = [e.kind for e in ledger.history("left")]
     assert "session.admitted" in kinds and "hull.tier" in kinds, kinds
+
+
+def test_a_deferred_checkpoint_waits_for_settle_deferred_and_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    """A daemon's child notes the checkpoint its call would make (``defer_settling``) and
+    makes it once its client has the outcome (``settle_deferred``); then it is at once again."""
+    from onstation.ledger import fastpath
+
+    db = _sqlite_with_rows(tmp_path, 200)
+    size = _wal(db).stat().st_size
+    assert size > backends.WAL_LIMIT_BYTES
+    ledger = Ledger.open(db)
+    fastpath.defer_settling()
+    try:
+        ledger.leave_open()
+        assert _wal(db).stat().st_size == size  # noted, not made
+    finally:
+        fastpath.settle_deferred()
+    assert _wal(db).stat().st_size == 0
+    subprocess.run([sys.executable, "-c", WRITER, db, "200"], check=True)
+    ledger.leave_open()  # no longer deferred
+    assert _wal(db).stat().st_size == 0
+    ledger.close()
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*) FROM blob_rows").fetchone()[0] == 400
+    conn.close()

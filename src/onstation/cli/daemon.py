@@ -675,6 +675,7 @@ def run_call(
         if not _go_ahead(fds[4], channel):
             os._exit(0)  # nothing ran; the client runs it itself, or is gone
         _report_on_exit(fds[4], channel, learn)
+        fastpath.defer_settling()  # a WAL checkpoint waits until the client has its outcome
         dispatch(argv)
         code = 0
     except SystemExit as exc:
@@ -719,6 +720,8 @@ def _report_on_exit(
             os.write(conn_fd, b"exit %d\n" % (status & 0xFF))
         except OSError:
             pass
+        with contextlib.suppress(Exception):  # a checkpoint that fails: a later call's
+            fastpath.settle_deferred()
         with contextlib.suppress(OSError):  # never waits: what does not fit is not sent
             channel.setblocking(False)
             channel.send(daemon_pages.report(learn))

@@ -21,9 +21,34 @@ if TYPE_CHECKING:
 WAL_LIMIT_BYTES = 256 * 1024
 
 
+#: Checkpoints left for after the caller has its answer (a daemon's child, whose client is
+#: told its outcome before the child ends: :func:`defer_settling`), and whether to leave them.
+_DEFERRED: list[tuple[Any, str]] = []
+_DEFERRING: list[bool] = [False]
+
+
+def defer_settling() -> None:
+    """From now on :func:`settle_wal` only notes what to checkpoint; :func:`settle_deferred`
+    does it. A daemon's child calls this before its call runs, and settles once its client
+    has the outcome: the checkpoint (a few milliseconds when it is due: pages written into
+    the database, two syncs) then costs the caller nothing. Nothing durable waits for it (a
+    commit is durable in the WAL); a child that ends first leaves it to a later call."""
+    _DEFERRING[0] = True
+
+
+def settle_deferred() -> None:
+    """Run the checkpoints :func:`settle_wal` noted since :func:`defer_settling`."""
+    _DEFERRING[0] = False
+    pending = list(_DEFERRED)
+    _DEFERRED.clear()
+    for conn, path in pending:
+        settle_wal(conn, path)
+
+
 def settle_wal(conn: Any, path: str) -> None:
     """Checkpoint the WAL into the database and truncate it once it is past
-    :data:`WAL_LIMIT_BYTES`; call after the call's commit.
+    :data:`WAL_LIMIT_BYTES`; call after the call's commit (in a daemon's child: noted, and
+    done once the client has its answer, :func:`defer_settling`).
 
     The fast path (and a whole hook call's ledger: ``Ledger.leave_open``) leaves its
     connection open at exit, so SQLite's close never checkpoints;
@@ -34,6 +59,9 @@ def settle_wal(conn: Any, path: str) -> None:
     (``busy_timeout`` 0) and a later call tries again; ``wal_autocheckpoint`` (SQLite's
     default, 1000 pages) still bounds the WAL as ever.
     """
+    if _DEFERRING[0]:
+        _DEFERRED.append((conn, path))
+        return
     try:
         if os.stat(path + "-wal").st_size <= WAL_LIMIT_BYTES:
             return
