@@ -55,18 +55,20 @@ def test_a_quiet_stop_is_answered_there_as_the_full_path_answers(
     assert hotpath.try_fast(stop(harness, project), db) == full  # blocked once: quiet again
 
 
-def test_a_first_post_tool_use_goes_to_the_full_path_without_reading_the_transcript(
+def test_a_first_post_tool_use_at_amber_goes_to_the_full_path_having_written_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No reading stored yet: the call's reading is a first tier, the full path's to record,
-    so the fast path hands it over before reading the transcript (the full path reads it).
-    Once a reading is stored, the fast path reads the transcript again."""
+    """No reading stored yet, and the call's reading is Amber: a first tier with a message
+    for the body, the full path's to record. The fast path reads the transcript once, hands
+    the call over having written nothing, and answers the next call once the full path has
+    recorded it. (A first Green reading it records itself:
+    tests/integration/test_fast_first_reading.py.)"""
     db = str(tmp_path / "ledger.db")
     project = tmp_path / "app"
     (project / ".onstation").mkdir(parents=True)
     (project / ".onstation" / "config.json").write_text(json.dumps({"node": "n1"}))
     transcript = tmp_path / "s1.jsonl"
-    usage = {"input_tokens": 3, "cache_read_input_tokens": 20_000, "output_tokens": 5}
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 60_000, "output_tokens": 5}
     transcript.write_text(json.dumps({"type": "assistant", "uuid": "u1", "message": {
         "id": "m1", "role": "assistant", "model": "claude-sonnet-4-5", "usage": usage,
         "content": [{"type": "text", "text": "ok"}]}}) + "\n")  # fmt: skip
@@ -92,8 +94,10 @@ def test_a_first_post_tool_use_goes_to_the_full_path_without_reading_the_transcr
 
     monkeypatch.setattr(hotpath, "_read_transcript", counted)
     assert hotpath.try_fast(post("t1"), db) is hotpath.NOT_HANDLED
-    assert reads == []
+    assert reads == ["t1"]
+    with Ledger.open(db) as ledger:
+        assert HarnessLedger(ledger).latest_fill("n1") is None  # nothing written there
     with Ledger.open(db) as ledger:  # the full path records the first reading and its tier
         HookRunner(ledger, "claude-code", WorkspaceConfig(node="n1")).handle(post("t1"))
     assert hotpath.try_fast(post("t2"), db) is None  # answered there, the transcript read
-    assert reads == ["t2"]
+    assert reads == ["t1", "t2"]

@@ -138,8 +138,10 @@ def test_a_declined_fast_path_hands_its_connection_to_the_full_path(
                "hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": {},
                "tool_use_id": "t1"}  # fmt: skip
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(json.dumps(payload).encode())))
+    transcript.write_text(_assistant(60_000))  # Amber: a first tier with a message to send
     opened = _connections(monkeypatch)
-    # A first reading: the fast path opens the ledger, declines, and the full path answers.
+    # A first Amber reading: the fast path opens the ledger, declines, and the full path
+    # answers (a quiet, Green one the fast path records itself).
     assert hook_main(["claude-code", "PostToolUse", "--db", db], whole_process=False) == 0
     assert capsys.readouterr().err == ""
     assert opened == [db]  # one connection for both paths

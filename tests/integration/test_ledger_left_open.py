@@ -97,9 +97,9 @@ def _onstation(*args: str, env: dict[str, str], stdin: str = "") -> str:
 
 def test_whole_hook_calls_on_the_full_path_leave_the_wal_in_place(tmp_path: Path) -> None:
     """SessionStart (full path) and a first PostToolUse (the fast path declines: a first
-    reading is a new tier) each end their process with the WAL still there, their writes
-    committed: before, the first deleted it at close and the second's fast path deleted it
-    when it declined, so each next commit created it anew."""
+    reading at Amber has a message to send) each end their process with the WAL still
+    there, their writes committed: before, the first deleted it at close and the second's
+    fast path deleted it when it declined, so each next commit created it anew."""
     project = tmp_path / "project"
     project.mkdir()
     db = str(tmp_path / "ledger.db")
@@ -107,7 +107,7 @@ def test_whole_hook_calls_on_the_full_path_leave_the_wal_in_place(tmp_path: Path
     _onstation("install", "claude-code", "--project", str(project), "--node", "left", env=env)
     assert not _wal(db).exists()  # the install's CLI closed the ledger: no WAL
     transcript = tmp_path / "session.jsonl"
-    usage = {"input_tokens": 3, "cache_read_input_tokens": 20_000, "output_tokens": 5}
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 60_000, "output_tokens": 5}
     transcript.write_text(json.dumps({"type": "assistant", "uuid": "u1", "message": {
         "id": "m1", "role": "assistant", "model": "claude-sonnet-4-5", "usage": usage,
         "content": [{"type": "text", "text": "ok"}]}}) + "\n")  # fmt: skip

@@ -170,12 +170,12 @@ def _counting_connections(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_a_declined_call_hands_its_connection_to_the_full_path(
     pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A first reading is the full path's to record: the fast path declines it, and the full
-    path answers on the fast path's connection instead of making a second one (the hook and
-    the status line alike)."""
+    """A first reading at Amber is the full path's to record (it has a message to send): the
+    fast path declines it, and the full path answers on the fast path's connection instead
+    of making a second one (the hook and the status line alike)."""
     _admitted(pg_url, tmp_path)
     transcript = tmp_path / "s.jsonl"
-    usage = {"input_tokens": 3, "cache_read_input_tokens": 20_000, "output_tokens": 5}
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 60_000, "output_tokens": 5}
     transcript.write_text(json.dumps({
         "type": "assistant", "sessionId": "sess-1", "uuid": "u1", "requestId": "r1",
         "message": {"id": "m1", "role": "assistant", "model": "claude-sonnet-4-5",

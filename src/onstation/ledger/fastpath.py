@@ -219,11 +219,11 @@ def handed_ledger(conn: Any, url: str | None) -> Any:
 #: The workspace bindings among a list of candidate paths (``{marks}``: one ``?`` each).
 WORKSPACE_BINDINGS = "SELECT path, node FROM workspace_binding WHERE path IN ({marks})"
 
-#: A session's transcript cursor, its state and generation, its node's generation, and the
-#: context window the host declared for it.
+#: A session's transcript cursor, its state and generation, its node's generation, the
+#: context window the host declared for it, whether a reading is stored, and its workspace.
 SESSION_CURSOR = (
     "SELECT s.telemetry_cursor, s.state, s.generation, n.generation, s.context_window, "
-    "t.session_id IS NOT NULL "
+    "t.session_id IS NOT NULL, s.workspace "
     "FROM body_session s "
     "JOIN agent_node n ON n.name = s.node "
     "LEFT JOIN telemetry t ON t.session_id = s.session_id "
@@ -280,6 +280,29 @@ UPDATE_TELEMETRY = (
 )
 
 UPDATE_CURSOR = "UPDATE body_session SET telemetry_cursor = ? WHERE session_id = ?"
+
+#: A context epoch's first reading (as ``telemetry_insert`` in queries/bodies.sql).
+INSERT_TELEMETRY = (
+    "INSERT INTO telemetry (session_id, node, generation, percent, used_tokens, window_tokens, "
+    "source, model, tier, reported_at, epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+#: The tier's ``hull.tier`` event (node, generation, actor, detail, at), only while the
+#: session has no mark of that tier in that epoch (session, epoch, tier): sent before
+#: :data:`INSERT_TIER_MARK`, it is written exactly when the mark is (``record_fill``).
+INSERT_TIER_EVENT = (
+    "INSERT INTO event (node, kind, generation, actor, detail, at) "
+    "SELECT ?, 'hull.tier', ?, ?, ?, ? WHERE NOT EXISTS "
+    "(SELECT 1 FROM tier_mark WHERE session_id = ? AND epoch = ? AND tier = ?)"
+)
+
+#: The first report of a tier by a session in an epoch (as ``tier_mark_insert``), only while
+#: there is none (session, epoch, tier).
+INSERT_TIER_MARK = (
+    "INSERT INTO tier_mark (session_id, tier, generation, percent, at, epoch) "
+    "SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS "
+    "(SELECT 1 FROM tier_mark WHERE session_id = ? AND epoch = ? AND tier = ?)"
+)
 
 #: A row when a Stop may have to be blocked: relief was requested of the session and its Stop
 #: has not been blocked yet (relief/hooks.py ``on_stop`` decides it, on the full path).

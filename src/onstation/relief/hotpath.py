@@ -6,8 +6,9 @@ result, its tier is unchanged, no message waits for it. Those calls are answered
 without importing the ledger, click or the effect journal. The moment anything else is
 true (another tier, a pending message, a fenced or unknown session, an effect-capable tool
 call) the call is handed to the full path in :mod:`onstation.relief.hooks`, which decides
-it. The fast path only ever writes telemetry (the reading and the transcript cursor), the
-session lease's renewal and the tool call's journal row, inside one write transaction that
+it. The fast path only ever writes telemetry (the reading and the transcript cursor; an
+epoch's first, Green, reading with its tier's mark and event, durably), the session
+lease's renewal and the tool call's journal row, inside one write transaction that
 also re-checks that the body is admitted and current, so it never writes for a stale body:
 ``BEGIN IMMEDIATE`` on SQLite (:class:`SqliteStore`); on PostgreSQL the node's row locked
 first, as every guarded write of the ledger locks it, and the statements pipelined into two
@@ -256,6 +257,12 @@ class SqliteStore:
     def __init__(self, conn: Any, path: str) -> None:
         self.conn = conn
         self.path = path
+        self._durable = False
+
+    def _relaxed_again(self) -> None:
+        if self._durable:
+            self._durable = False
+            self.conn.execute("PRAGMA synchronous = NORMAL")
 
     def cursor_row(self, session_id: str) -> Any:
         """``SESSION_CURSOR``'s row, outside any transaction."""
@@ -264,13 +271,21 @@ class SqliteStore:
     def workspace_node(self, cwd: str) -> str | None:
         return queries.workspace_node(self.conn, cwd)
 
-    def gather(self, session_id: str, cwd: str, event: str, tool_use_id: str | None) -> Any:
+    def gather(
+        self, session_id: str, cwd: str, event: str, tool_use_id: str | None,
+        durable: bool = False,
+    ) -> Any:  # fmt: skip
         """Begin the write transaction and read what the decision needs: ``SESSION_STATE``'s
         row (None: no such session, and nothing else), the node the workspace is bound to,
         whether a message waits, whether the generation is under challenge, its grants (a
         PreToolUse), whether a Stop may have to be blocked, and whether an effect's result
-        is the full path's to record (the call's own, or a dispatch still unanswered)."""
+        is the full path's to record (the call's own, or a dispatch still unanswered).
+        ``durable``: the transaction commits at ``synchronous=FULL`` (a first reading's tier
+        mark), which SQLite takes only outside a transaction."""
         conn = self.conn
+        if durable:
+            conn.execute("PRAGMA synchronous = FULL")
+            self._durable = True
         conn.execute("BEGIN IMMEDIATE")
         row = conn.execute(queries.SESSION_STATE, (session_id,)).fetchone()
         if row is None:
@@ -303,18 +318,22 @@ class SqliteStore:
         return row, queries.workspace_node(self.conn, cwd)
 
     def commit(self, writes: list[tuple[str, tuple[Any, ...]]]) -> None:
-        """Run ``writes`` (statement, parameters) and commit, at ``synchronous=NORMAL``."""
+        """Run ``writes`` (statement, parameters) and commit, at ``synchronous=NORMAL``
+        (FULL for a durable transaction, NORMAL again after it)."""
         for sql, params in writes:
             self.conn.execute(sql, params)
         self.conn.execute("COMMIT")
+        self._relaxed_again()
 
     def rollback(self) -> None:
         self.conn.execute("ROLLBACK")
+        self._relaxed_again()
 
     def abort(self) -> None:
         """End a transaction an exception left open."""
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
+        self._relaxed_again()
 
     def settle(self) -> None:
         settle_wal(self.conn, self.path)
@@ -381,15 +400,16 @@ def _answer(
             return NOT_HANDLED
         if _effect_capable(call, config, deadline) is not False:
             return NOT_HANDLED
-    elif event == "PostToolUse" and not row[5] and call.transcript_path:
-        # No reading stored yet: the one this call reads (a tool call's transcript has its
-        # usage) is a first tier, the full path's to record. Handed over before reading the
-        # transcript, which the full path reads anyway.
-        return NOT_HANDLED
     elif event != "Stop":  # a Stop reads no telemetry (as on the full path)
         reading, cursor_json, settled = _read_transcript(call, row[0], row[4])
         if not settled:
             return NOT_HANDLED  # a compaction, a new window or a rejected reading: recorded there
+    # No reading stored yet: this one is the epoch's first, and its tier a first tier. A
+    # quiet one (Green, with no warning that a tier lies past the host's compaction point) is
+    # recorded here as the full path records it, durably; any other is the full path's.
+    first = reading is not None and not row[5]
+    if first and not _quiet_first(call.harness, reading, config, row[6]):
+        return NOT_HANDLED
     outcome = None
     if event == "PostToolUse":
         # Every call's outcome is journaled (relief/tool_journal.py); built (and redacted)
@@ -398,7 +418,7 @@ def _answer(
 
         outcome = journal_row(call)
     try:
-        gathered = store.gather(session_id, cwd, event, call.tool_use_id)
+        gathered = store.gather(session_id, cwd, event, call.tool_use_id, durable=first)
         now = time.time_ns() // 1000
         if gathered is None:
             store.rollback()
@@ -436,14 +456,17 @@ def _answer(
             from onstation.core.hull import tier_value, workspace_policy
 
             tier = tier_value(reading.percent, workspace_policy(config.get("tiers")))
-            if tier != row[7] or row[9] != row[1] or row[10] != row[11]:
+            if first and row[7] is None:
+                writes += _first_reading(call, session_id, row, reading, tier, config, now)
+            elif tier != row[7] or row[9] != row[1] or row[10] != row[11]:
                 store.rollback()
                 return NOT_HANDLED  # a tier change is recorded (once) by the full path
-            writes.append((
-                queries.UPDATE_TELEMETRY,
-                (reading.percent, reading.used_tokens, reading.window_tokens, reading.source,
-                 reading.model, now, session_id),
-            ))  # fmt: skip
+            else:
+                writes.append((
+                    queries.UPDATE_TELEMETRY,
+                    (reading.percent, reading.used_tokens, reading.window_tokens,
+                     reading.source, reading.model, now, session_id),
+                ))  # fmt: skip
         if row[6] - now < _RENEW_WHEN_LEFT_US:
             # Renewed here as the full path renews it (admitted, current, live, unexpired:
             # checked above): a body that also heartbeats with a short lease would otherwise
@@ -458,6 +481,45 @@ def _answer(
         store.abort()
         raise
     return _quiet(call)
+
+
+def _quiet_first(harness: str, reading: Any, config: dict[str, Any], workspace: str | None) -> bool:
+    """Whether an epoch's first reading is one the fast path records: its tier is Green (no
+    message for the body) and no configured tier lies past the host's compaction point (the
+    full path would record that warning with the tier: ``HookRunner.compaction_notice``)."""
+    from onstation.core.hull import tier_value, workspace_policy
+
+    policy = workspace_policy(config.get("tiers"))
+    if tier_value(reading.percent, policy) != "green":
+        return False
+    from onstation.core.compaction import compaction_warning
+    from onstation.harness.compaction import host_point
+
+    point = host_point(harness, reading.window_tokens, project=workspace)
+    return compaction_warning(policy, point) is None
+
+
+def _first_reading(
+    call: HookCall, session_id: str, row: Any, reading: Any, tier: str,
+    config: dict[str, Any], now: int,
+) -> list[tuple[str, tuple[Any, ...]]]:  # fmt: skip
+    """The writes of an epoch's first reading, as ``HarnessLedger.record_fill`` makes them:
+    the reading, and (once per session, epoch and tier) the tier's event and mark."""
+    node, generation, epoch = row[0], row[1], int(row[11] or 0)
+    detail = dumps({"epoch": epoch, "percent": round(reading.percent, 2),
+                    "session_id": session_id, "source": reading.source,
+                    "supervised": bool(config.get("supervised", False)), "tier": tier},
+                   sort_keys=True)  # fmt: skip
+    actor = f"{call.harness} session {session_id}"  # ``body_records.holder_for``
+    unmarked = (session_id, epoch, tier)
+    return [
+        (queries.INSERT_TELEMETRY,
+         (session_id, node, generation, reading.percent, reading.used_tokens,
+          reading.window_tokens, reading.source, reading.model, tier, now, epoch)),
+        (queries.INSERT_TIER_EVENT, (node, generation, actor, detail, now, *unmarked)),
+        (queries.INSERT_TIER_MARK,
+         (session_id, tier, generation, reading.percent, now, epoch, *unmarked)),
+    ]  # fmt: skip
 
 
 def _quiet(call: HookCall) -> dict[str, Any] | None:

@@ -126,6 +126,7 @@ class PgStore:
         self.conn = backend._conn
         self._pipeline: Any = None
         self._broken = False
+        self._durable = False
 
     def cursor_row(self, session_id: str) -> Any:
         return self.conn.execute(_pg(queries.SESSION_CURSOR), (session_id,)).fetchone()
@@ -148,8 +149,13 @@ class PgStore:
         if pipeline is not None:
             pipeline.__exit__(None, None, None)  # syncs: a failed statement raises here
 
-    def gather(self, session_id: str, cwd: str, event: str, tool_use_id: str | None) -> Any:
-        """As ``SqliteStore.gather``, in one round trip."""
+    def gather(
+        self, session_id: str, cwd: str, event: str, tool_use_id: str | None,
+        durable: bool = False,
+    ) -> Any:  # fmt: skip
+        """As ``SqliteStore.gather``, in one round trip (``durable``: the commit waits for
+        its WAL flush, as every commit but a relaxed one does)."""
+        self._durable = durable
         self._begin(session_id)
         candidates = queries.workspace_candidates(cwd)
         state = self.conn.execute(GATHER, (tool_use_id, session_id))
@@ -174,8 +180,9 @@ class PgStore:
 
     def commit(self, writes: list[tuple[str, tuple[Any, ...]]]) -> None:
         """Send ``writes`` and the COMMIT together; the commit does not wait for its WAL
-        flush (``SET LOCAL``: the setting ends with the transaction)."""
-        self.conn.execute(b"SET LOCAL synchronous_commit TO OFF")
+        flush (``SET LOCAL``: the setting ends with the transaction), but for a durable one."""
+        if not self._durable:
+            self.conn.execute(b"SET LOCAL synchronous_commit TO OFF")
         for sql, params in writes:
             self.conn.execute(_pg(sql), params)
         self.conn.execute(b"COMMIT")
