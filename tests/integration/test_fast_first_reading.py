@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from claude_turns import assistant_turn
 
 from onstation.harness.adapters import HookCall
 from onstation.harness.config import WorkspaceConfig
@@ -25,15 +26,6 @@ NODE = "exec-1"
 
 #: Connections made ahead in a test are closed and forgotten after it (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("no_connection_left_ahead")
-
-
-def _turn(transcript: Path, n: int, tokens: int) -> None:
-    usage = {"input_tokens": 3, "cache_read_input_tokens": tokens - 3, "output_tokens": 5}
-    with transcript.open("a") as fh:
-        fh.write(json.dumps({
-            "type": "assistant", "sessionId": "sess-1", "uuid": f"u{n}", "requestId": f"r{n}",
-            "message": {"id": f"m{n}", "role": "assistant", "model": "claude-sonnet-4-5",
-                        "usage": usage, "content": []}}) + "\n")  # fmt: skip
 
 
 def _call(cwd: Path, transcript: Path, event: str, **fields: Any) -> HookCall:
@@ -103,9 +95,9 @@ def test_a_quiet_first_reading_is_recorded_here_durably(
 ) -> None:
     url, cwd, transcript = world
     committed = _committed(monkeypatch)
-    _turn(transcript, 1, 20_000)  # 10 % of 200k: Green
+    assistant_turn(transcript, 1, 20_000)  # 10 % of 200k: Green
     assert hotpath.try_fast(_after_read(cwd, transcript, 1), None) is None  # answered here
-    _turn(transcript, 2, 22_000)
+    assistant_turn(transcript, 2, 22_000)
     assert hotpath.try_fast(_after_read(cwd, transcript, 2), None) is None
     durable = "full" if not url.startswith("postgresql://") else "waits"
     relaxed = "normal" if durable == "full" else "relaxed"
@@ -128,7 +120,7 @@ def test_any_other_first_reading_is_the_full_paths(
 ) -> None:
     url, cwd, transcript = world
     committed = _committed(monkeypatch)
-    _turn(transcript, 1, tokens)
+    assistant_turn(transcript, 1, tokens)
     assert hotpath.try_fast(_after_read(cwd, transcript, 1), None) is hotpath.NOT_HANDLED
     assert committed == []
     with Ledger.open(url) as ledger:

@@ -17,6 +17,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from claude_turns import assistant_turn
 
 from onstation.cli.hooks import hook_main, statusline_main
 from onstation.harness.adapters import HookCall
@@ -203,16 +204,6 @@ def test_a_declined_call_hands_its_connection_to_the_full_path(
     assert opened == [pg_url]
 
 
-def _turn(transcript: Path, n: int, tokens: int) -> None:
-    """One assistant turn of Claude Code's transcript, with its usage."""
-    usage = {"input_tokens": 3, "cache_read_input_tokens": tokens - 3, "output_tokens": 5}
-    with transcript.open("a") as fh:
-        fh.write(json.dumps({
-            "type": "assistant", "sessionId": "sess-1", "uuid": f"u{n}", "requestId": f"r{n}",
-            "message": {"id": f"m{n}", "role": "assistant", "model": "claude-sonnet-4-5",
-                        "usage": usage, "content": []}}) + "\n")  # fmt: skip
-
-
 def test_a_call_beside_the_full_paths_reading_takes_the_rows_in_the_same_order(
     pg_url: str, tmp_path: Path
 ) -> None:
@@ -223,12 +214,12 @@ def test_a_call_beside_the_full_paths_reading_takes_the_rows_in_the_same_order(
     for the other, and both commit."""
     _admitted(pg_url, tmp_path)
     transcript = tmp_path / "s.jsonl"
-    _turn(transcript, 1, 20_000)
+    assistant_turn(transcript, 1, 20_000)
     with Ledger.open(pg_url) as ledger:  # the first reading, the full path's to record
         runner = HookRunner(ledger, "claude-code", WorkspaceConfig(node=NODE))
         runner.handle(_call(tmp_path, "UserPromptSubmit", prompt="go",
                             transcript_path=str(transcript)))  # fmt: skip
-    _turn(transcript, 2, 21_000)  # the same tier: the fast path's to record
+    assistant_turn(transcript, 2, 21_000)  # the same tier: the fast path's to record
     prompt = _call(tmp_path, "UserPromptSubmit", prompt="on", transcript_path=str(transcript))
     with _admin(pg_url) as reading:
         reading.execute("BEGIN")
