@@ -75,6 +75,21 @@ def _admin(pg_url: str) -> psycopg.Connection[Any]:
     return conn
 
 
+def _racing(pg_url: str, call: HookCall, waiting: str) -> tuple[list[object], threading.Thread]:
+    """``try_fast(call)`` started in a thread, once it waits on a row lock in a statement
+    like ``waiting`` (polled, no timing): its answer (a list it appends to) and the thread."""
+    answered: list[object] = []
+    racer = threading.Thread(target=lambda: answered.append(hotpath.try_fast(call, None)))
+    racer.start()
+    with _admin(pg_url) as watch:
+        while not watch.execute(
+            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
+            (waiting,),
+        ).fetchone():
+            assert racer.is_alive() and not answered
+    return answered, racer
+
+
 def test_a_call_answers_on_the_connection_made_and_warmed_ahead(
     pg_url: str, tmp_path: Path
 ) -> None:
@@ -128,18 +143,8 @@ def test_a_call_racing_a_fence_waits_for_the_node_and_writes_nothing(
         fence.execute("BEGIN")
         fence.execute("UPDATE agent_node SET generation = generation + 1 WHERE name = %s",
                       (NODE,))  # fmt: skip
-        answered: list[object] = []
-        racer = threading.Thread(
-            target=lambda: answered.append(hotpath.try_fast(_after_read(tmp_path, 2), None))
-        )
-        racer.start()
-        with _admin(pg_url) as watch:
-            # Until the call's transaction waits on the fence's row lock (no timing: polled).
-            while not watch.execute(
-                "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                "AND query LIKE 'SELECT 1 FROM agent_node%%FOR UPDATE'"
-            ).fetchone():
-                assert racer.is_alive() and not answered
+        answered, racer = _racing(pg_url, _after_read(tmp_path, 2),
+                                  "SELECT 1 FROM agent_node%FOR UPDATE")  # fmt: skip
         fence.execute("COMMIT")
         racer.join()
     assert answered == [hotpath.NOT_HANDLED]
@@ -225,15 +230,7 @@ def test_a_call_beside_the_full_paths_reading_takes_the_rows_in_the_same_order(
         reading.execute("BEGIN")
         reading.execute("UPDATE body_session SET telemetry_cursor = telemetry_cursor "
                         "WHERE session_id = 'sess-1'")  # fmt: skip
-        answered: list[object] = []
-        racer = threading.Thread(target=lambda: answered.append(hotpath.try_fast(prompt, None)))
-        racer.start()
-        with _admin(pg_url) as watch:
-            while not watch.execute(
-                "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                "AND query LIKE 'UPDATE %%'"
-            ).fetchone():
-                assert racer.is_alive() and not answered
+        answered, racer = _racing(pg_url, prompt, "UPDATE %")
         reading.execute("UPDATE telemetry SET reported_at = reported_at "
                         "WHERE session_id = 'sess-1'")  # fmt: skip
         reading.execute("COMMIT")

@@ -119,6 +119,15 @@ def status(path: str, verb: str = "status") -> dict[str, object] | None:
             "socket": path}  # fmt: skip
 
 
+def described(found: dict[str, object]) -> str:
+    """A running daemon's :func:`status` record in words, as ``daemon status`` and ``doctor``
+    say it."""
+    idle = found["idle_exit"]
+    stops = "" if idle is None else f"; stops after {idle:g} s without a call"
+    return (f"{found['state']} on {found['socket']} (pid {found['pid']}, {found['served']} "
+            f"calls served{stops})")  # fmt: skip
+
+
 class _Call:
     """One client call a child holds: the client's connection, the child's channel (it says
     ``r`` there once it has the go-ahead and runs the command, ``d`` once the client has its

@@ -235,7 +235,6 @@ def daemon_status(socket_path: str | None, as_json: bool) -> None:
             _say(opts, {"socket": path, "running": False},
                  f"onstation daemon: not running on {path}")  # fmt: skip
             raise SystemExit(1)
-        idle = status["idle_exit"]
-        stops = "" if idle is None else f"; stops after {idle:g} s without a call"
-        _say(opts, status, f"onstation daemon: {status['state']} on {path} (pid "
-             f"{status['pid']}, {status['served']} calls served{stops})")  # fmt: skip
+        from onstation.cli.daemon import described
+
+        _say(opts, status, f"onstation daemon: {described(status)}")

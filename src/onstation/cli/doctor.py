@@ -539,7 +539,7 @@ def _check_witness(report: Report) -> None:
 
 def _check_daemon(report: Report) -> None:
     """The optional per-user daemon (docs/daemon.md): said, never a warning."""
-    from onstation.cli.daemon import status
+    from onstation.cli.daemon import described, status
     from onstation.cli.daemon_client import SWITCH_ENV, socket_path, switch
 
     path = socket_path()
@@ -556,10 +556,7 @@ def _check_daemon(report: Report) -> None:
         report.add("daemon", OK, f"not running on {path} ({why}; `onstation daemon start` "
                    "starts one now)")  # fmt: skip
         return
-    idle = found["idle_exit"]
-    stops = "" if idle is None else f"; stops after {idle:g} s without a call"
-    report.add("daemon", OK, f"{found['state']} on {path} (pid {found['pid']}, "
-               f"{found['served']} calls served{stops})")  # fmt: skip
+    report.add("daemon", OK, described(found))
 
 
 # -- the command ----------------------------------------------------------------------------

@@ -404,11 +404,18 @@ def _answer(
         reading, cursor_json, settled = _read_transcript(call, row[0], row[4])
         if not settled:
             return NOT_HANDLED  # a compaction, a new window or a rejected reading: recorded there
+    tier: str | None = None
+    policy: Any = None
+    if reading is not None:
+        from onstation.core.hull import tier_value, workspace_policy
+
+        policy = workspace_policy(config.get("tiers"))
+        tier = tier_value(reading.percent, policy)
     # No reading stored yet: this one is the epoch's first, and its tier a first tier. A
     # quiet one (Green, with no warning that a tier lies past the host's compaction point) is
     # recorded here as the full path records it, durably; any other is the full path's.
     first = reading is not None and not row[5]
-    if first and not _quiet_first(call.harness, reading, config, row[6]):
+    if first and (tier != "green" or _past_compaction(call.harness, reading, policy, row[6])):
         return NOT_HANDLED
     outcome = None
     if event == "PostToolUse":
@@ -453,9 +460,6 @@ def _answer(
         if cursor_json is not None:
             writes.append((queries.UPDATE_CURSOR, (cursor_json, session_id)))
         if reading is not None:
-            from onstation.core.hull import tier_value, workspace_policy
-
-            tier = tier_value(reading.percent, workspace_policy(config.get("tiers")))
             if first and row[7] is None:
                 writes += _first_reading(call, session_id, row, reading, tier, config, now)
             elif tier != row[7] or row[9] != row[1] or row[10] != row[11]:
@@ -483,24 +487,18 @@ def _answer(
     return _quiet(call)
 
 
-def _quiet_first(harness: str, reading: Any, config: dict[str, Any], workspace: str | None) -> bool:
-    """Whether an epoch's first reading is one the fast path records: its tier is Green (no
-    message for the body) and no configured tier lies past the host's compaction point (the
-    full path would record that warning with the tier: ``HookRunner.compaction_notice``)."""
-    from onstation.core.hull import tier_value, workspace_policy
-
-    policy = workspace_policy(config.get("tiers"))
-    if tier_value(reading.percent, policy) != "green":
-        return False
+def _past_compaction(harness: str, reading: Any, policy: Any, workspace: str | None) -> bool:
+    """Whether a configured tier lies past the host's compaction point: the full path records
+    that warning with a first tier (``HookRunner.compaction_notice``)."""
     from onstation.core.compaction import compaction_warning
     from onstation.harness.compaction import host_point
 
     point = host_point(harness, reading.window_tokens, project=workspace)
-    return compaction_warning(policy, point) is None
+    return compaction_warning(policy, point) is not None
 
 
 def _first_reading(
-    call: HookCall, session_id: str, row: Any, reading: Any, tier: str,
+    call: HookCall, session_id: str, row: Any, reading: Any, tier: Any,
     config: dict[str, Any], now: int,
 ) -> list[tuple[str, tuple[Any, ...]]]:  # fmt: skip
     """The writes of an epoch's first reading, as ``HarnessLedger.record_fill`` makes them:

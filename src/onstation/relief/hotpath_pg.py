@@ -95,8 +95,8 @@ def open_pg_store(url: str) -> PgStore | None:
     return PgStore(backend)
 
 
-#: A session id no session has (ids are the host's, and never hold a NUL... nor this):
-#: what the warm-up asks for.
+#: What the warm-up asks for: a session id made up to match no session; were one to have
+#: it, the warm-up would still only read, and roll back.
 _NO_SESSION = "onstation warm-up: no such session"
 
 
@@ -138,11 +138,21 @@ class PgStore:
         )
         return None if found is None else found[0]
 
-    def _begin(self, session_id: str) -> None:
+    def _begin_reading(
+        self, session_id: str, cwd: str, sql: str, params: tuple[Any, ...]
+    ) -> tuple[Any, str | None]:
+        """Begin the write transaction, lock the session's node's row, then read ``sql``'s
+        row and the node the workspace ``cwd`` is bound to: one round trip."""
         self._pipeline = self.conn.pipeline()
         self._pipeline.__enter__()
         self.conn.execute(b"BEGIN")
         self.conn.execute(LOCK_NODE, (session_id,))
+        candidates = queries.workspace_candidates(cwd)
+        state = self.conn.execute(sql, params)
+        bindings = self.conn.execute(_bindings(candidates), candidates)
+        row = state.fetchone()
+        found = queries.closest_binding(bindings.fetchall())
+        return row, None if found is None else found[0]
 
     def _end(self) -> None:
         pipeline, self._pipeline = self._pipeline, None
@@ -156,27 +166,16 @@ class PgStore:
         """As ``SqliteStore.gather``, in one round trip (``durable``: the commit waits for
         its WAL flush, as every commit but a relaxed one does)."""
         self._durable = durable
-        self._begin(session_id)
-        candidates = queries.workspace_candidates(cwd)
-        state = self.conn.execute(GATHER, (tool_use_id, session_id))
-        bindings = self.conn.execute(_bindings(candidates), candidates)
-        row = state.fetchone()
-        found = queries.closest_binding(bindings.fetchall())
+        row, bound = self._begin_reading(session_id, cwd, GATHER, (tool_use_id, session_id))
         if row is None:
             return None
         journaled = event == "PostToolUse" and tool_use_id is not None and row[16]
-        return (row[:12], None if found is None else found[0], row[12], row[13], set(row[14]),
-                event == "Stop" and row[15], journaled or row[17])  # fmt: skip
+        return (row[:12], bound, row[12], row[13], set(row[14]), event == "Stop" and row[15],
+                journaled or row[17])  # fmt: skip
 
     def gather_status(self, session_id: str, cwd: str) -> tuple[Any, str | None]:
         """As ``SqliteStore.gather_status``, in one round trip."""
-        self._begin(session_id)
-        candidates = queries.workspace_candidates(cwd)
-        state = self.conn.execute(_pg(queries.STATUS_SESSION), (session_id,))
-        bindings = self.conn.execute(_bindings(candidates), candidates)
-        row = state.fetchone()
-        found = queries.closest_binding(bindings.fetchall())
-        return row, None if found is None else found[0]
+        return self._begin_reading(session_id, cwd, _pg(queries.STATUS_SESSION), (session_id,))
 
     def commit(self, writes: list[tuple[str, tuple[Any, ...]]]) -> None:
         """Send ``writes`` and the COMMIT together; the commit does not wait for its WAL
