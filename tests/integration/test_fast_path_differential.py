@@ -89,9 +89,11 @@ def _ledger_rows(db: str | Path) -> dict[str, list[tuple[Any, ...]]]:
         conn.close()
 
 
-def _tier_details(db: str) -> list[tuple[Any, ...]]:
-    """The actor and detail of every ``hull.tier`` event, in the order they were written."""
-    sql = "SELECT actor, detail FROM event WHERE kind = 'hull.tier' ORDER BY seq"
+def _event_details(db: str) -> list[tuple[Any, ...]]:
+    """The kind, actor and detail of every ``hull.tier`` and ``lease.released`` event (the
+    events the fast path writes itself), in the order they were written."""
+    sql = ("SELECT kind, actor, detail FROM event WHERE kind IN ('hull.tier', 'lease.released') "
+           "ORDER BY seq")  # fmt: skip
     if db.startswith("postgresql://"):
         import psycopg
 
@@ -141,6 +143,14 @@ class World:
         self.transcript.touch()
         self.turn = 0
         self.counted = root / "fast-answers"
+
+    def message(self, body: str) -> None:
+        """An operator's message to the identity, waiting for its body's next hook."""
+        done = subprocess.run(
+            [ONSTATION, "message", "send", "--from", "operator", "--to", "exec-1", "--kind",
+             "note", "--body", body], capture_output=True, text=True, env=self.env, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
 
     def fast_answers(self) -> int:
         return len(self.counted.read_text().split()) if self.counted.exists() else 0
@@ -270,6 +280,18 @@ SEQUENCES: dict[str, list[tuple[str, Any]]] = {
         ("Stop", {"stop_hook_active": False}), ("statusline", _status(36.5, 1_000_000)),
         ("SessionEnd", {"reason": "other"}), ("statusline", _status(37.0, 1_000_000)),
     ],
+    # A /clear or /resume is not an end (the lease stays); a clean end releases the lease,
+    # also with a message waiting (a SessionEnd delivers none); a second end, a prompt and a
+    # start after it find no live lease.
+    "session ends": [
+        ("SessionStart", {"source": "startup"}), ("turn", 20_000),
+        ("PostToolUse", {**_read(1), "tool_response": {}}),
+        ("SessionEnd", {"reason": "clear"}), ("SessionEnd", {"reason": "resume"}),
+        ("UserPromptSubmit", {"prompt": "go on"}), ("message", "wrap up"),
+        ("SessionEnd", {"reason": "prompt_input_exit"}), ("SessionEnd", {"reason": "other"}),
+        ("UserPromptSubmit", {"prompt": "still here?"}), ("SessionStart", {"source": "startup"}),
+        ("Stop", {"stop_hook_active": False}), ("SessionEnd", {}),
+    ],
 }  # fmt: skip
 
 
@@ -292,13 +314,15 @@ def _same_ledger(tmp_path: Path, name: str, dbs: dict[bool, str | None]) -> None
                 world.assistant_turn(fields)
             elif step == "boundary":
                 world.compact_boundary(fields)
+            elif step == "message":
+                world.message(fields)
             else:
                 seen.append(world.fire(step, **fields))
         answers[fast] = seen
         ledgers[fast] = _ledger_rows(world.db)
-        # An event's detail is left out above (most hold times or ids); a tier's holds
-        # neither, and the fast path writes the first one of an epoch itself.
-        ledgers[fast]["hull.tier details"] = _tier_details(world.db)
+        # An event's detail is left out above (most hold times or ids); a tier's and a
+        # release's are compared: the fast path writes those itself.
+        ledgers[fast]["event details"] = _event_details(world.db)
         # The comparison means something only if the fast path answered some of the calls.
         assert (world.fast_answers() > 0) is fast, world.fast_answers()
     assert answers[True] == answers[False]

@@ -314,6 +314,22 @@ STOP_MAY_BLOCK = (
 #: Extend the session's lease (as ``lease_renew`` in queries/leases.sql).
 RENEW_LEASE = "UPDATE body_lease SET renewed_at = ?, expires_at = ? WHERE lease_id = ?"
 
+#: Why a lease a body gave up cleanly ended (``release_lease``'s ``end_reason``).
+RELEASE_REASON = "released by body"
+
+#: End a body's lease it gave up cleanly (as ``lease_end_if_live`` in queries/base.sql, with
+#: the state ``release_lease`` gives it): ended time and reason, the lease id.
+RELEASE_LEASE = (
+    "UPDATE body_lease SET state = 'RELEASED', ended_at = ?, end_reason = ? "
+    "WHERE lease_id = ? AND state = 'LIVE'"
+)
+
+#: One history event (as ``event_insert`` in queries/base.sql): node, kind, generation, actor,
+#: detail (JSON, as ``ledger.base._event_json`` encodes it), at.
+INSERT_EVENT = (
+    "INSERT INTO event (node, kind, generation, actor, detail, at) VALUES (?, ?, ?, ?, ?, ?)"
+)
+
 #: The capabilities a generation holds now (relief/grants.py); none: it is not restricted.
 LIVE_GRANTS = (
     "SELECT capability FROM capability_grant WHERE node = ? AND state = 'LIVE' AND generation = ?"

@@ -35,6 +35,7 @@ from onstation.ledger.base import (
     from_us,
     repeat_rows,
 )
+from onstation.ledger.fastpath import RELEASE_REASON
 
 # The two events of every relief, encoded by hand: the same text json.dumps(detail,
 # sort_keys=True) gives (a test holds them to it), at a fraction of its cost.
@@ -333,7 +334,7 @@ class LeaseRecords(LedgerBase):
 
         def body(tx: Tx, now: int) -> BodyLease:
             guarded = self._guard(tx, now, node, generation, "lease release")
-            reason = "released by body"
+            reason = RELEASE_REASON
             self._end_lease(
                 tx, now, guarded.lease, LeaseState.RELEASED, reason,
                 actor=by or f"{node}@{generation}",

@@ -8,7 +8,8 @@ true (another tier, a pending message, a fenced or unknown session, an effect-ca
 call) the call is handed to the full path in :mod:`onstation.relief.hooks`, which decides
 it. The fast path only ever writes telemetry (the reading and the transcript cursor; an
 epoch's first, Green, reading with its tier's mark and event, durably), the session
-lease's renewal and the tool call's journal row, inside one write transaction that
+lease's renewal, the tool call's journal row and, at a clean SessionEnd, the lease's
+release with its event (durably), inside one write transaction that
 also re-checks that the body is admitted and current, so it never writes for a stale body:
 ``BEGIN IMMEDIATE`` on SQLite (:class:`SqliteStore`); on PostgreSQL the node's row locked
 first, as every guarded write of the ledger locks it, and the statements pipelined into two
@@ -43,7 +44,11 @@ if TYPE_CHECKING:
     from onstation.harness.adapters import HookCall
 
 #: Events the fast path may answer; every other event takes the full path.
-FAST_EVENTS = frozenset({"PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop"})
+FAST_EVENTS = frozenset({"PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionEnd"})
+
+#: SessionEnd reasons after which the host process goes on with a new session id: not an
+#: end (``relief.hooks._CONTINUING_END_REASONS``; checked equal by a test).
+_CONTINUING_END_REASONS = ("clear", "resume")
 
 #: Tools that never cause an effect in the world by themselves.
 _INERT_TOOLS = frozenset(
@@ -400,7 +405,7 @@ def _answer(
             return NOT_HANDLED
         if _effect_capable(call, config, deadline) is not False:
             return NOT_HANDLED
-    elif event != "Stop":  # a Stop reads no telemetry (as on the full path)
+    elif event not in ("Stop", "SessionEnd"):  # they read no telemetry (as on the full path)
         reading, cursor_json, settled = _read_transcript(call, row[0], row[4])
         if not settled:
             return NOT_HANDLED  # a compaction, a new window or a rejected reading: recorded there
@@ -417,6 +422,9 @@ def _answer(
     first = reading is not None and not row[5]
     if first and (tier != "green" or _past_compaction(call.harness, reading, policy, row[6])):
         return NOT_HANDLED
+    # A clean end releases the body's lease, durably (the next session is admitted at once;
+    # a release lost to a power cut would refuse it until the lease ran out).
+    releases = event == "SessionEnd" and (call.reason or "other") not in _CONTINUING_END_REASONS
     outcome = None
     if event == "PostToolUse":
         # Every call's outcome is journaled (relief/tool_journal.py); built (and redacted)
@@ -425,7 +433,7 @@ def _answer(
 
         outcome = journal_row(call)
     try:
-        gathered = store.gather(session_id, cwd, event, call.tool_use_id, durable=first)
+        gathered = store.gather(session_id, cwd, event, call.tool_use_id, durable=first or releases)
         now = time.time_ns() // 1000
         if gathered is None:
             store.rollback()
@@ -447,9 +455,9 @@ def _answer(
             or (event == "PreToolUse" and not _granted(grants, call.tool_name))
             # Relief requested, not yet blocked once: the full path decides.
             or stop_may_block
-            # A message to deliver, or an effect's result to record (this call's, or a
-            # dispatch the host never answered): the full path's.
-            or pending
+            # A message to deliver (a SessionEnd delivers none), or an effect's result to
+            # record (this call's, or a dispatch the host never answered): the full path's.
+            or (pending and event != "SessionEnd")
             or unsettled
         ):
             store.rollback()
@@ -480,6 +488,8 @@ def _answer(
             writes.append(
                 (queries.INSERT_TOOL_OUTCOME, (row[0], row[1], session_id, *outcome, now))
             )
+        if releases:  # its lease is live, unexpired and its generation current: checked above
+            writes += _release(call, session_id, row, now)
         store.commit(writes)
     except BaseException:
         store.abort()
@@ -518,6 +528,20 @@ def _first_reading(
         (queries.INSERT_TIER_MARK,
          (session_id, tier, generation, reading.percent, now, epoch, *unmarked)),
     ]  # fmt: skip
+
+
+def _release(
+    call: HookCall, session_id: str, row: Any, now: int
+) -> list[tuple[str, tuple[Any, ...]]]:
+    """The writes of a clean SessionEnd, as ``Ledger.release_lease`` makes them: the lease
+    ended as RELEASED, and its ``lease.released`` event."""
+    lease_id = row[8]
+    detail = dumps({"lease_id": lease_id, "reason": queries.RELEASE_REASON}, sort_keys=True)
+    actor = f"{call.harness} session {session_id}"  # as relief/hooks.py ``on_session_end``
+    return [
+        (queries.RELEASE_LEASE, (now, queries.RELEASE_REASON, lease_id)),
+        (queries.INSERT_EVENT, (row[0], "lease.released", row[1], actor, detail, now)),
+    ]
 
 
 def _quiet(call: HookCall) -> dict[str, Any] | None:
