@@ -10,6 +10,9 @@ transcript. Each is printed with its ratio to ``python -c pass`` and the issue 1
 (every hook event and the status line at most 1.5x; the heartbeat and ordinary commands at
 most 3x); the run never fails on a target, it says MEETS or MISSES.
 
+Each workspace is a git repository with one commit, as a session's workspace is (its first
+SessionStart records the commit its generation started from).
+
 Each hook and status-line call runs the command ``onstation install claude-code`` wrote
 (``PYTHON -S .../onstation/cli/hook_launcher.py hook claude-code EVENT``), without the shell
 the host puts before it (its cost is the host's either way). A session's first calls
@@ -147,6 +150,12 @@ class _World:
     ) -> None:  # fmt: skip
         self.project = root / "project"
         self.project.mkdir(parents=True)
+        # A git repository with one commit, as a session's workspace is: its first
+        # SessionStart records the generation's base (read from the repository's files).
+        who = ["-c", "user.name=bench", "-c", "user.email=bench@example.org"]
+        for words in (["init", "-q"], [*who, "commit", "-q", "--allow-empty", "-m", "start"]):
+            subprocess.run(["git", "-C", str(self.project), *words], check=True,
+                           capture_output=True)  # fmt: skip
         self.env = {**env, "ONSTATION_DB": db}
         # Names of this world's own: every world of a backend shares its one ledger.
         self.node = f"bench-{root.name}"

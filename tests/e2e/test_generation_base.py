@@ -43,6 +43,36 @@ def test_the_first_session_of_a_generation_records_where_it_started(
     assert [(e.generation, e.detail["commit"]) for e in events] == [(1, start)]
 
 
+def _stamps(world: dict[str, Any]) -> dict[str, Any]:
+    with Ledger.open(world["db"]) as ledger:
+        return {e.kind: e.at for e in ledger.history(NODE)}
+
+
+def test_the_base_is_recorded_with_the_admission(world: dict[str, Any]) -> None:
+    """Read from the repository's files before the admission's transaction, the base is
+    written in it: one durable commit for a session start, not two (the events of one
+    transaction share its time stamp)."""
+    start = sh(world["project"], "git", "rev-parse", "HEAD")
+    Claude(world["project"], world["env"], "sess-1").context("SessionStart", source="startup")
+    assert base_of(world, 1) == start
+    stamps = _stamps(world)
+    assert stamps["generation.base"] == stamps["session.admitted"]
+
+
+def test_a_base_git_must_be_asked_for_is_recorded_after_the_admission(
+    world: dict[str, Any],
+) -> None:
+    """A repository the files alone do not settle (any ``[extensions]``): git is asked, after
+    the admission has committed (no git under the ledger's writer lock)."""
+    project = world["project"]
+    sh(project, "git", "config", "extensions.worktreeConfig", "true")
+    start = sh(project, "git", "rev-parse", "HEAD")
+    Claude(project, world["env"], "sess-1").context("SessionStart", source="startup")
+    assert base_of(world, 1) == start
+    stamps = _stamps(world)
+    assert stamps["generation.base"] > stamps["session.admitted"]
+
+
 def test_a_workspace_without_git_records_no_base(tmp_path: Path) -> None:
     world = installed_world(tmp_path)
     sh(world["project"], "rm", "-rf", ".git")

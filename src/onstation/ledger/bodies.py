@@ -132,8 +132,10 @@ class HarnessLedger(BodyAdmission, GenerationBases, ToolOutcomes):
     def set_transcript(self, session_id: str, path: str) -> None:
         """Remember where the session's transcript lives (evidence for a native resume)."""
         validate_free_text(path, "transcript_path", 4096)
+        # Sent, not run: nothing waits for its row count (on PostgreSQL it travels with the
+        # next statement or the COMMIT instead of a round trip of its own).
         self.ledger._write(
-            lambda tx, _now: tx.run(self._q("session_transcript_set"), (path, session_id, path))
+            lambda tx, _now: tx.send(self._q("session_transcript_set"), (path, session_id, path))
         )
 
     def rebind_session(

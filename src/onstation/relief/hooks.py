@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 from onstation.core.errors import Conflict, OnstationError
 from onstation.harness.adapters import HOOK_HARNESSES, HookCall, adapter
 from onstation.harness.config import WorkspaceConfig
+from onstation.harness.git_head import ASK_GIT, head_commit
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import (
     CONTINUING_SOURCES,
@@ -89,6 +90,10 @@ class HookRunner(EffectHooks):
         #: refused, admitted), "effect_capable" and "dispatched" (every effect of the call
         #: dispatched).
         self.progress: dict[str, Any] = {}
+        #: This call's answers already read: the generation's provisional birth (None: it has
+        #: none), and whether its base commit was settled with the admission.
+        self._births: dict[tuple[str, int], Any] = {}
+        self._based = False
 
     # -- entry ------------------------------------------------------------------------------
 
@@ -103,8 +108,15 @@ class HookRunner(EffectHooks):
         node = found[0] if found else self.config.node
         if node is None:
             return self._no_decision(event, HookAnswer())
+        bound_to = found[1] if found else workspace
+        # A session start's base commit, read from the repository's files now (never git
+        # under the ledger's writer lock), is recorded with the admission: one durable commit
+        # instead of two. When git must be asked, on_session_start asks it after the commit.
+        head = head_commit(bound_to) if event == "SessionStart" else ASK_GIT
 
         def judge() -> Admission:
+            # Anew on each attempt: what a rolled-back attempt read or wrote is not so.
+            self._births, self._based = {}, False
             admission = self.records.admit_session(
                 session_id, harness=self.harness, node=node,
                 workspace=found[1] if found else workspace,
@@ -120,6 +132,8 @@ class HookRunner(EffectHooks):
                     and event in ("SessionStart", "UserPromptSubmit", "PostToolUse")
                 ):
                     self.records.set_transcript(session_id, os.path.expanduser(path))
+                if head is not ASK_GIT and admission.session.workspace == bound_to:
+                    self._record_base(admission.session, head)
             return admission
 
         # The admission, its lease's renewal and the transcript's path commit together: a
@@ -174,10 +188,15 @@ class HookRunner(EffectHooks):
         return answer
 
     def _provisional_birth(self, session: BodySession) -> Any:
-        from onstation.ledger.relief_records import ReliefLedger
+        key = (session.node, session.generation)
+        if key not in self._births:  # read once a call: only a relief's settling changes it
+            from onstation.ledger.relief_records import ReliefLedger
 
-        birth = ReliefLedger(self.ledger).birth(session.node, session.generation)
-        return birth if birth is not None and birth.state == "PROVISIONAL" else None
+            birth = ReliefLedger(self.ledger).birth(session.node, session.generation)
+            self._births[key] = (
+                birth if birth is not None and birth.state == "PROVISIONAL" else None
+            )
+        return self._births[key]
 
     def _renew_if_due(self, session: BodySession) -> None:
         lease = self.ledger.live_lease(session.node)
@@ -220,16 +239,22 @@ class HookRunner(EffectHooks):
         parts.extend(self._pending(session))
         return HookAnswer(_context("SessionStart", "\n\n".join(parts)))
 
-    def _record_base(self, session: BodySession) -> None:
+    def _record_base(self, session: BodySession, head: Any = ASK_GIT) -> None:
         """The commit this generation started from, the first time one of its sessions starts
-        in a git workspace (the capsule's diff of this body's work is taken against it)."""
-        if session.workspace is None or self.records.base_of(session.node, session.generation):
+        in a git workspace (the capsule's diff of this body's work is taken against it).
+        ``head``: what the repository's files said of the session's workspace (read before
+        the admission's transaction), else read here."""
+        if self._based:
             return
-        from onstation.harness.git_head import ASK_GIT, head_commit
-
+        self._based = True
+        if session.workspace is None or head is None:  # None: no repository holds it
+            return
+        if self.records.base_of(session.node, session.generation):
+            return
         # Read from the repository's files where they settle it: a git process is most of
         # a session start's cost otherwise.
-        head = head_commit(session.workspace)
+        if head is ASK_GIT:
+            head = head_commit(session.workspace)
         if head is ASK_GIT:
             from onstation.harness.evidence import git
 
