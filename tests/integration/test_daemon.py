@@ -7,6 +7,7 @@ daemon off, tests/conftest.py) and checks that the daemon really served the call
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -426,6 +427,53 @@ def test_no_go_ahead_no_run_and_garbage_does_not_end_it(tmp_path: Path, daemon: 
     ran = _raw_call(daemon.socket, _note(db, "once"), go=True)
     assert ran.startswith(b"ok ") and ran.endswith(b"exit 0\n")
     assert _notes(db) == notes + 1 and daemon.served() == served + 1
+
+
+def test_a_child_killed_before_its_go_ahead_passes_the_signal_on(
+    tmp_path: Path, daemon: Daemon
+) -> None:
+    """The client forwards a signal to the child it was handed (``ok PID``) at once; one that
+    arrives before the child has read the go-ahead ends the child with nothing run. The client
+    then gets that signal (and dies of it, as it would have running the command itself), not
+    a closed connection (``outcome unknown``, exit 1): a SIGTERM right after a call was handed
+    used to end its client with exit 1."""
+    db = tmp_path / "ledger.db"
+    _living_node(db)
+    notes = _notes(db)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    sock.connect(daemon.socket)
+    null = os.open(os.devnull, os.O_RDWR)
+    cwd = os.open(".", os.O_RDONLY)
+    try:
+        frame = daemon_client.request(_note(db, "never"))
+        sock.sendmsg([frame], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                daemon_client._int32s((null, null, null, cwd)))])  # fmt: skip
+        line = sock.recv(64)
+        assert line.startswith(b"ok ")
+        child = int(line[3:].split(b"\n")[0])
+        os.kill(child, signal.SIGTERM)  # as the client's forwarding does
+        _wait(lambda: not Path(f"/proc/{child}").exists() or _zombie(child), "the child's end")
+        with contextlib.suppress(OSError):  # the daemon may have closed its end by now
+            sock.sendall(b"g")  # the go-ahead the client sends right after "ok"
+        said = b""
+        with contextlib.suppress(OSError):
+            while chunk := sock.recv(64):
+                said += chunk
+    finally:
+        sock.close()
+        os.close(null)
+        os.close(cwd)
+    assert said == b"signal %d\n" % signal.SIGTERM
+    assert _notes(db) == notes  # nothing ran
+    assert daemon.status()["running"] is True
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
 
 
 def _copied_install(tmp_path: Path) -> dict[str, str]:

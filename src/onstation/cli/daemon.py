@@ -330,9 +330,12 @@ class Daemon:
             if call.runs:
                 self._learn(call)
             call.channel.close()
-            if not call.runs:  # no go-ahead came: nothing ran, and the client is gone
-                call.conn.close()
+            if not call.runs and not os.WIFSIGNALED(status):
+                call.conn.close()  # no go-ahead came: nothing ran, and the client is gone
                 continue
+            # Killed before it read a go-ahead (the client forwards a signal to the child
+            # the moment it is named): nothing ran, and the client, which may be waiting for
+            # the outcome, gets the signal as it would have running the command itself.
             if os.WIFSIGNALED(status):
                 line = b"signal %d\n" % os.WTERMSIG(status)
             else:
