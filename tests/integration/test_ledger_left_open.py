@@ -152,3 +152,36 @@ def test_a_deferred_checkpoint_waits_for_settle_deferred_and_loses_nothing(
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT count(*) FROM blob_rows").fetchone()[0] == 400
     conn.close()
+
+
+def test_a_deferred_checkpoint_waits_out_a_reader_a_moment(tmp_path: Path) -> None:
+    """A reader in the WAL at the moment a daemon's child settles (its next spare opening the
+    same ledger ahead reads the schema then) kept the deferred checkpoint from truncating:
+    the WAL stayed past the limit until a later call. Off the caller's clock, the deferred
+    checkpoint now tries again for a moment (``DEFERRED_PATIENCE``); the call's own does not."""
+    import threading
+
+    from onstation.ledger import fastpath
+
+    db = _sqlite_with_rows(tmp_path, 200)
+    assert _wal(db).stat().st_size > backends.WAL_LIMIT_BYTES
+    reader = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM blob_rows").fetchone()  # a read mark in the WAL
+    ledger = Ledger.open(db)
+    try:
+        ledger.leave_open()  # the call's own checkpoint: never waits, the reader wins
+        assert _wal(db).stat().st_size > backends.WAL_LIMIT_BYTES
+        fastpath.defer_settling()
+        ledger.leave_open()
+        released = threading.Timer(0.01, lambda: reader.execute("COMMIT"))
+        released.start()
+        try:
+            fastpath.settle_deferred()
+        finally:
+            released.join()
+        assert _wal(db).stat().st_size == 0
+    finally:
+        fastpath.settle_deferred()
+        ledger.close()
+        reader.close()

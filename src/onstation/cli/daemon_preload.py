@@ -63,6 +63,9 @@ def preload(root: Path = PACKAGE, *, postgres: bool = False) -> int:
         except Exception:  # noqa: S112 - an optional dependency absent here is not needed
             continue
     _warm(postgres)
+    from onstation.cli.daemon_warmup import warm_hooks
+
+    warm_hooks()  # the hook paths run once here, specialized for every child
     # What is loaded now is shared by every child, copy-on-write: kept out of the garbage
     # collector's sight, a child's collection does not write (and so copy) all of it.
     gc.collect()

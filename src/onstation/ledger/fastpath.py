@@ -11,6 +11,7 @@ runs payload sequences through both paths and compares the ledgers they leave.
 from __future__ import annotations
 
 import os
+import time
 
 TYPE_CHECKING = False  # typing costs import time on the hook hot path
 if TYPE_CHECKING:
@@ -36,16 +37,23 @@ def defer_settling() -> None:
     _DEFERRING[0] = True
 
 
+#: How long (seconds) a deferred checkpoint, off the caller's clock, tries again while a
+#: reader is in the WAL (the daemon's next spare opening the same ledger ahead reads its
+#: schema at about the moment the child settles).
+DEFERRED_PATIENCE = 0.05
+
+
 def settle_deferred() -> None:
-    """Run the checkpoints :func:`settle_wal` noted since :func:`defer_settling`."""
+    """Run the checkpoints :func:`settle_wal` noted since :func:`defer_settling`, each given
+    :data:`DEFERRED_PATIENCE` to find the WAL free of readers."""
     _DEFERRING[0] = False
     pending = list(_DEFERRED)
     _DEFERRED.clear()
     for conn, path in pending:
-        settle_wal(conn, path)
+        settle_wal(conn, path, patience=DEFERRED_PATIENCE)
 
 
-def settle_wal(conn: Any, path: str) -> None:
+def settle_wal(conn: Any, path: str, *, patience: float = 0.0) -> None:
     """Checkpoint the WAL into the database and truncate it once it is past
     :data:`WAL_LIMIT_BYTES`; call after the call's commit (in a daemon's child: noted, and
     done once the client has its answer, :func:`defer_settling`).
@@ -57,7 +65,10 @@ def settle_wal(conn: Any, path: str) -> None:
     its start: left alone it would grow for ever, and every call would read it all. A
     ``TRUNCATE`` checkpoint empties it. It never waits: with a reader in the WAL it gives up
     (``busy_timeout`` 0) and a later call tries again; ``wal_autocheckpoint`` (SQLite's
-    default, 1000 pages) still bounds the WAL as ever.
+    default, 1000 pages) still bounds the WAL as ever. ``patience`` (seconds; a deferred
+    checkpoint's, off the caller's clock): while a reader keeps it from truncating, try again
+    every 2 ms for that long, each try as short as the first (writers are held up only
+    while a try runs, never while this waits between tries).
     """
     if _DEFERRING[0]:
         _DEFERRED.append((conn, path))
@@ -69,11 +80,16 @@ def settle_wal(conn: Any, path: str) -> None:
         return
     import _sqlite3  # loaded already: ``conn`` is one of its connections
 
+    give_up = time.monotonic() + patience
     try:
         conn.execute("PRAGMA busy_timeout = 0")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        # (busy, WAL frames, frames checkpointed): busy 1 when a reader kept it from truncating.
+        while conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]:
+            if time.monotonic() >= give_up:
+                return  # nothing is lost: a later call checkpoints
+            time.sleep(0.002)
     except _sqlite3.Error:
-        pass  # busy, or anything else: nothing is lost, a later call checkpoints
+        pass  # anything else: nothing is lost, a later call checkpoints
 
 
 def fast_settings(conn: Any) -> bool:
