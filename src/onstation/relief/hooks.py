@@ -119,7 +119,7 @@ class HookRunner(EffectHooks):
             self._births, self._based = {}, False
             admission = self.records.admit_session(
                 session_id, harness=self.harness, node=node,
-                workspace=found[1] if found else workspace,
+                workspace=bound_to,
                 host=self._host_process, source=call.source if event == "SessionStart" else None,
                 host_gone=_host_gone, launched_by=_launched_by,
             )  # fmt: skip
