@@ -245,6 +245,22 @@ def test_a_release_and_an_effects_step_return_what_a_fresh_read_returns(ledger: 
     assert released.state is LeaseState.RELEASED and released.end_reason == "released by body"
 
 
+def _until_waiting_for_a_lock(
+    ledger_url: str, ledger: Ledger, worker: threading.Thread, outcome: dict[str, Any]
+) -> None:
+    """PostgreSQL: return once ``ledger``'s connection waits for a lock (the server says so);
+    ``worker``, which uses it, must not end before."""
+    import psycopg
+
+    waiter = ledger.backend._conn.info.backend_pid  # type: ignore[attr-defined]
+    with psycopg.connect(ledger_url.partition("?schema=")[0], autocommit=True) as watch:
+        while not watch.execute(
+            "SELECT 1 FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'",
+            (waiter,),
+        ).fetchone():
+            assert worker.is_alive(), outcome
+
+
 def _write_under_an_open_fence(
     ledger_url: str, write: Callable[[Ledger, dict[str, Any]], object]
 ) -> dict[str, Any]:
@@ -254,7 +270,6 @@ def _write_under_an_open_fence(
     denial's details ("denied")."""
     if not ledger_url.startswith("postgresql://"):
         pytest.skip("SQLite's writer lock serializes whole transactions; no read can wait")
-    import psycopg
 
     facts: dict[str, Any] = {}
     with Ledger.open(ledger_url) as setup:
@@ -276,13 +291,7 @@ def _write_under_an_open_fence(
 
             worker = threading.Thread(target=run)
             worker.start()
-            waiter = body.backend._conn.info.backend_pid  # type: ignore[attr-defined]
-            with psycopg.connect(ledger_url.partition("?schema=")[0], autocommit=True) as watch:
-                while not watch.execute(
-                    "SELECT 1 FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'",
-                    (waiter,),
-                ).fetchone():
-                    assert worker.is_alive(), outcome
+            _until_waiting_for_a_lock(ledger_url, body, worker, outcome)
         worker.join()
     finally:
         fencer.close()
@@ -483,3 +492,113 @@ def test_an_effects_step_still_denies_a_stale_body_and_an_unchallenged_successor
         assert len(ledger.denials("body")) == 2
     with pytest.raises(BadInput, match="no such effect"):
         ledger.observe_effect("eff-nothing", generation=2)
+
+
+def test_a_base_is_recorded_in_one_statement_and_the_first_one_wins(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A generation's base is recorded by one statement (with its event); a second record of
+    the same generation keeps the first and writes nothing; a node that does not exist is
+    refused as before."""
+    from onstation.ledger.bodies import HarnessLedger
+
+    ledger.register_node("body")
+    records = HarnessLedger(ledger)
+    log, _ = _count(ledger, monkeypatch)
+    assert records.record_base("body", 1, "a" * 40, source="session-start") == "a" * 40
+    assert log == ["generation_base_record", "event_insert"]
+    before = ledger.history("body")
+    log.clear()
+    assert records.record_base("body", 1, "b" * 40, source="launch") == "a" * 40
+    assert log == ["generation_base_record", "generation_base_of"]
+    assert ledger.history("body") == before
+    assert records.base_of("body", 1) == "a" * 40
+    with pytest.raises(BadInput, match="no such node 'nobody'"):
+        records.record_base("nobody", 1, "a" * 40, source="launch")
+
+
+def test_a_base_recorded_meanwhile_is_waited_for_and_kept(ledger_url: str) -> None:
+    """PostgreSQL: a record of a generation's base while another transaction has recorded
+    one and not committed waits for it and keeps its base (it was a unique-key error)."""
+    if not ledger_url.startswith("postgresql://"):
+        pytest.skip("SQLite's writer lock serializes whole transactions")
+
+    from onstation.ledger.bodies import HarnessLedger
+
+    with Ledger.open(ledger_url) as setup:
+        setup.register_node("body")
+    first, second = Ledger.open(ledger_url), Ledger.open(ledger_url)
+    outcome: dict[str, Any] = {}
+    try:
+        with first.transaction():
+            HarnessLedger(first).record_base("body", 1, "a" * 40, source="launch")
+
+            def run() -> None:
+                try:
+                    outcome["kept"] = HarnessLedger(second).record_base(
+                        "body", 1, "b" * 40, source="session-start"
+                    )
+                except Exception as exc:  # the failure the test is about
+                    outcome["error"] = exc
+
+            worker = threading.Thread(target=run)
+            worker.start()
+            _until_waiting_for_a_lock(ledger_url, second, worker, outcome)
+        worker.join()
+    finally:
+        first.close()
+        second.close()
+    assert outcome == {"kept": "a" * 40}
+    with Ledger.open(ledger_url) as after:
+        events = [e for e in after.history("body") if e.kind == "generation.base"]
+        assert [e.actor for e in events] == ["launch"]
+
+
+def test_a_session_is_bound_by_one_statement_returning_its_row(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An admission reads the session once (under the node's lock) and takes the row its
+    insert or re-judging update returns, which is what a fresh read returns."""
+    from onstation.ledger.bodies import HarnessLedger
+
+    ledger.register_node("body")
+    records = HarnessLedger(ledger)
+    log, _ = _count(ledger, monkeypatch)
+    first = records.admit_session("s-1", harness="claude-code", node="body", workspace="/w")
+    assert first.admitted
+    assert log.count("session_by_id") == 1 and "session_insert" in log
+    assert first.session == records.session("s-1")
+    log.clear()
+    refused = records.admit_session("s-2", harness="claude-code", node="body", workspace="/w")
+    assert not refused.admitted and refused.session == records.session("s-2")
+    ledger.release_lease("body", generation=1)
+    log.clear()
+    again = records.admit_session("s-2", harness="claude-code", node="body", workspace="/w")
+    assert again.admitted and again.session.state == "ADMITTED"
+    assert log.count("session_by_id") == 1 and "session_rejudge" in log
+    assert again.session == records.session("s-2")
+
+
+def test_a_generations_dispatched_calls_are_asked_in_one_statement(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A generation's dispatched calls (every full-path hook call asks) come with whether the
+    node exists, in one statement: none, some, or a node that does not exist."""
+    ledger.register_node("body")
+    ledger.acquire_lease("body")
+    log, _ = _count(ledger, monkeypatch)
+    assert ledger.dispatched_calls("body", generation=1) == []
+    assert log == ["effect_calls_dispatched_of_generation"]
+    effect, _ = ledger.intend_effect(
+        "body", generation=1, operation="git.push", destination="file:///r", arguments={"a": 1}
+    )
+    ledger.dispatch_effect(effect.effect_id, generation=1)
+    log.clear()
+    calls = ledger.dispatched_calls("body", generation=1)
+    assert [(c.effect_id, c.generation, c.arguments, c.tool_use_id) for c in calls] == [
+        (effect.effect_id, 1, {"a": 1}, None)
+    ]
+    assert log == ["effect_calls_dispatched_of_generation"]
+    assert ledger.dispatched_calls("body", generation=2) == []
+    with pytest.raises(BadInput, match="no such node 'nobody'"):
+        ledger.dispatched_calls("nobody", generation=1)

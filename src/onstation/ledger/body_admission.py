@@ -126,9 +126,9 @@ class BodyAdmission(Correspondence):
                 self.ledger._event(tx, now, node=node, kind="session.successor_bound",
                                    generation=live[1], actor=holder, session_id=session_id,
                                    lease_id=live[0])  # fmt: skip
-                bound = self._record_session_in(
-                    tx, now, session_id, harness, node, live[1], live[0], "ADMITTED", workspace,
-                    {"harness": "interactive"},
+                bound = self._bind_session_in(
+                    tx, now, known, session_id, harness, node, live[1], live[0], "ADMITTED",
+                    workspace, {"harness": "interactive"},
                 )  # fmt: skip
                 return Admission(bound, True, False, holder, "admitted as the successor")
             seen: dict[str, Any] | None = None
@@ -139,9 +139,9 @@ class BodyAdmission(Correspondence):
                 # The process of a fenced body started a new session id (/clear, /resume):
                 # it is still that body, and that body never acts again.
                 old_id, old_generation, old_lease = stale
-                bound = self._record_session_in(
-                    tx, now, session_id, harness, node, old_generation, old_lease, "ADMITTED",
-                    workspace, record,
+                bound = self._bind_session_in(
+                    tx, now, known, session_id, harness, node, old_generation, old_lease,
+                    "ADMITTED", workspace, record,
                 )  # fmt: skip
                 self._record_host(tx, now, session_id, node, old_lease, seen, old_id, source)
                 self.ledger._event(tx, now, node=node, kind="session.continued",
@@ -154,8 +154,8 @@ class BodyAdmission(Correspondence):
                 if launched is not None:
                     launched_id, launched_record = launched
                     tx.run(self._q("session_lease_holder_set"), (holder, live[0]))
-                    bound = self._record_session_in(
-                        tx, now, session_id, harness, node, live[1], live[0], "ADMITTED",
+                    bound = self._bind_session_in(
+                        tx, now, known, session_id, harness, node, live[1], live[0], "ADMITTED",
                         workspace, launched_record or record,
                     )  # fmt: skip
                     self._record_host(tx, now, session_id, node, live[0], seen, None, source)
@@ -169,8 +169,8 @@ class BodyAdmission(Correspondence):
                 continued = self._same_host_session(tx, live[0], seen, source)
                 if continued is not None:
                     tx.run(self._q("session_lease_holder_set"), (holder, live[0]))
-                    bound = self._record_session_in(
-                        tx, now, session_id, harness, node, live[1], live[0], "ADMITTED",
+                    bound = self._bind_session_in(
+                        tx, now, known, session_id, harness, node, live[1], live[0], "ADMITTED",
                         workspace, record,
                     )  # fmt: skip
                     self._record_host(tx, now, session_id, node, live[0], seen, continued, source)
@@ -194,8 +194,8 @@ class BodyAdmission(Correspondence):
                         "new session; the previous body's host process is gone",
                     ).generation  # fmt: skip
                     lease = self.ledger._acquire_in(tx, now, node, holder, ttl, generation, holder)
-                    admitted = self._record_session_in(
-                        tx, now, session_id, harness, node, lease.generation, lease.lease_id,
+                    admitted = self._bind_session_in(
+                        tx, now, known, session_id, harness, node, lease.generation, lease.lease_id,
                         "ADMITTED", workspace, record,
                     )  # fmt: skip
                     self._record_host(tx, now, session_id, node, lease.lease_id, seen, None,
@@ -204,8 +204,8 @@ class BodyAdmission(Correspondence):
                         admitted, True, False, holder,
                         "admitted: the previous body's host process is gone",
                     )  # fmt: skip
-                refused = self._record_session_in(
-                    tx, now, session_id, harness, node, current.generation, None, "REFUSED",
+                refused = self._bind_session_in(
+                    tx, now, known, session_id, harness, node, current.generation, None, "REFUSED",
                     workspace, None,
                 )  # fmt: skip
                 return Admission(
@@ -227,9 +227,9 @@ class BodyAdmission(Correspondence):
                 lease_id, generation = lease.lease_id, lease.generation
             else:
                 lease_id, generation = live[0], live[1]
-            admitted = self._record_session_in(
-                tx, now, session_id, harness, node, generation, lease_id, "ADMITTED", workspace,
-                record,
+            admitted = self._bind_session_in(
+                tx, now, known, session_id, harness, node, generation, lease_id, "ADMITTED",
+                workspace, record,
             )  # fmt: skip
             self._record_host(tx, now, session_id, node, lease_id, seen, None, source)
             return Admission(admitted, True, False, holder, "admitted")
@@ -357,17 +357,23 @@ class BodyAdmission(Correspondence):
         workspace: str | None,
         launcher: dict[str, Any] | None = None,
     ) -> BodySession:
-        return self.ledger._write(
-            lambda tx, now: self._record_session_in(
-                tx, now, session_id, harness, node, generation, lease_id, state, workspace,
-                launcher,
-            )
-        )  # fmt: skip
+        def body(tx: Tx, now: int) -> BodySession:
+            existing = self._load_session(tx, session_id)
+            if existing is not None and existing.state == "ADMITTED":
+                return existing  # bound for good; never rebound
+            if existing is not None and existing.node != node:
+                return existing  # bound to its identity for good; never moved to another
+            return self._bind_session_in(tx, now, existing, session_id, harness, node,
+                                         generation, lease_id, state, workspace,
+                                         launcher)  # fmt: skip
 
-    def _record_session_in(
+        return self.ledger._write(body)
+
+    def _bind_session_in(
         self,
         tx: Tx,
         now: int,
+        existing: BodySession | None,
         session_id: str,
         harness: str,
         node: str,
@@ -377,31 +383,28 @@ class BodyAdmission(Correspondence):
         workspace: str | None,
         launcher: dict[str, Any] | None,
     ) -> BodySession:
+        """Record the session, or re-judge ``existing`` (its row as read in this
+        transaction: none, or a refused session of ``node``), and return its row."""
         launcher_text = None if launcher is None else json.dumps(launcher, sort_keys=True)
-        existing = self._load_session(tx, session_id)
-        if existing is not None and existing.state == "ADMITTED":
-            return existing  # bound for good; never rebound
-        if existing is not None and existing.node != node:
-            return existing  # bound to its identity for good; never moved to another
+        # Each statement returns the row it wrote (issue 14: the row was read again after).
         if existing is None:
-            tx.run(
+            row = tx.one(
                 self._q("session_insert"),
                 (session_id, harness, node, generation, lease_id, state, workspace, now,
                  launcher_text),
             )  # fmt: skip
         else:
-            tx.run(
+            row = tx.one(
                 self._q("session_rejudge"),
                 (generation, lease_id, state, now, launcher_text, session_id),
             )
+        assert row is not None  # inserted, or updated under the node's lock
         if existing is None or existing.state != state:
             self.ledger._event(tx, now, node=node, kind=f"session.{state.lower()}",
                                generation=generation, actor=holder_for(harness, session_id),
                                session_id=session_id, lease_id=lease_id,
                                workspace=workspace)  # fmt: skip
-        loaded = self._load_session(tx, session_id)
-        assert loaded is not None
-        return loaded
+        return _session(row)
 
 
 __all__ = ["BodyAdmission"]

@@ -376,12 +376,15 @@ class EffectJournal(LedgerBase):
 
         def body(tx: Tx, _now: int) -> list[DispatchedCall]:
             # One statement (the current generation read inside it): no read transaction
-            # around it; whether the node exists is asked only of an empty answer.
+            # around it; whether the node exists is asked only of an empty answer, or (of a
+            # generation: every full-path hook call asks) answered by the statement itself.
             if generation is None:
                 rows = tx.all(self._q("effect_calls_dispatched_of_fenced_generations"),
                               (node, node))  # fmt: skip
             else:
-                rows = tx.all(self._q("effect_calls_dispatched_of_generation"), (node, generation))
+                rows = tx.all(self._q("effect_calls_dispatched_of_generation"), (generation, node))
+                if rows:
+                    return [_dispatched_call(r) for r in rows if r[0] is not None]
             if not rows:
                 self._require_node(tx, node)
             return [_dispatched_call(r) for r in rows]

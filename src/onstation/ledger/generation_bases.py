@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from onstation.core.errors import BadInput
+from onstation.core.errors import BadInput, Conflict
 from onstation.core.names import validate_name
 from onstation.ledger.backends import Tx
 from onstation.ledger.correspondence import Correspondence
@@ -31,14 +31,23 @@ class GenerationBases(Correspondence):
         validate_name(source, "source")
 
         def body(tx: Tx, now: int) -> str:
-            self.ledger._get_node(tx, node)
+            # One statement where it records (a session start's common case: issue 14, a
+            # round trip on PostgreSQL instead of four); a concurrent record of the same
+            # generation is waited for and kept, not an error.
+            if tx.one(self._q("generation_base_record"),
+                      (generation, commit, source, now, node)) is not None:  # fmt: skip
+                self.ledger._event(tx, now, node=node, kind="generation.base",
+                                   generation=generation, actor=source, commit=commit)  # fmt: skip
+                return commit
             known = tx.one(self._q("generation_base_of"), (node, generation))
-            if known is not None:
-                return str(known[0])
-            tx.run(self._q("generation_base_insert"), (node, generation, commit, source, now))
-            self.ledger._event(tx, now, node=node, kind="generation.base", generation=generation,
-                               actor=source, commit=commit)  # fmt: skip
-            return commit
+            if known is None:
+                # Nothing recorded and nothing there: only a node that does not exist.
+                self.ledger._get_node(tx, node)
+                raise Conflict(
+                    f"the base of {node} generation {generation} was neither "
+                    "recorded nor found; try again"
+                )
+            return str(known[0])
 
         return self.ledger._write(body)
 

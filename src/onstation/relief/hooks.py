@@ -249,7 +249,9 @@ class HookRunner(EffectHooks):
         self._based = True
         if session.workspace is None or head is None:  # None: no repository holds it
             return
-        if self.records.base_of(session.node, session.generation):
+        # Known already, the head is offered as it is: record_base keeps the first base and
+        # asks one statement either way. Asked for, it is only read when none is recorded.
+        if head is ASK_GIT and self.records.base_of(session.node, session.generation):
             return
         # Read from the repository's files where they settle it: a git process is most of
         # a session start's cost otherwise.

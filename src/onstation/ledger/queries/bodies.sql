@@ -48,18 +48,25 @@ UPDATE body_lease SET holder = ? WHERE lease_id = ?;
 SELECT 1 FROM body_lease WHERE node = ? AND generation = ?;
 
 -- name: session_insert
--- Record a session seen for the first time (no flags, cursor or transcript yet).
+-- Record a session seen for the first time (no flags, cursor or transcript yet); returns
+-- its row as session_by_id reads it.
 INSERT INTO body_session (session_id, harness, node, generation, lease_id, state, workspace,
                           bound_at, relief_requested_at, stop_blocked_at, telemetry_cursor,
                           transcript_path, launcher)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL, ?);
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL, ?)
+RETURNING session_id, harness, node, generation, lease_id, state, workspace, bound_at,
+          relief_requested_at, stop_blocked_at, telemetry_cursor, transcript_path, launcher,
+          context_window, context_epoch;
 
 -- name: session_rejudge
 -- Re-bind a known (refused) session: generation, lease, state, time; keep its launcher
--- unless a new one is given.
+-- unless a new one is given. Returns its row as session_by_id reads it.
 UPDATE body_session SET generation = ?, lease_id = ?, state = ?, bound_at = ?,
                         launcher = COALESCE(?, launcher)
-WHERE session_id = ?;
+WHERE session_id = ?
+RETURNING session_id, harness, node, generation, lease_id, state, workspace, bound_at,
+          relief_requested_at, stop_blocked_at, telemetry_cursor, transcript_path, launcher,
+          context_window, context_epoch;
 
 -- name: session_recorded_launcher
 -- What the node's newest admitted body that recorded a launcher runs under.
@@ -192,6 +199,12 @@ LIMIT 1;
 -- The commit a generation started from, and how it was learnt.
 SELECT commit_id, source FROM generation_base WHERE node = ? AND generation = ?;
 
--- name: generation_base_insert
--- Record a generation's base (the caller checked that none is recorded: the first wins).
-INSERT INTO generation_base (node, generation, commit_id, source, at) VALUES (?, ?, ?, ?, ?);
+-- name: generation_base_record
+-- Record a generation's base unless one is recorded (the first wins), for a node that
+-- exists, in one statement: the commit id when this recorded it; no row when a base was
+-- recorded already or there is no such node (the caller then reads which). Parameters:
+-- generation, commit, source, time, node.
+INSERT INTO generation_base (node, generation, commit_id, source, at)
+SELECT name, ?, ?, ?, ? FROM agent_node WHERE name = ?
+ON CONFLICT (node, generation) DO NOTHING
+RETURNING commit_id;

@@ -157,11 +157,15 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: effect_calls_dispatched_of_generation
 -- A node's DISPATCHED effects of one generation with the call that dispatched each (its
--- columns NULL when none was recorded), oldest first.
+-- columns NULL when none was recorded), oldest first; from the node's row, so that one
+-- statement also says whether the node exists: no row when it does not, one row of NULLs
+-- when it has no such effect. Parameters: generation, node.
 SELECT e.effect_id, e.generation, e.operation, e.arguments, c.session_id, c.tool_use_id,
        c.tool_name, c.input_digest, c.transcript_path, c.transcript_offset, c.observe
-FROM effect e LEFT JOIN effect_call c ON c.effect_id = e.effect_id
-WHERE e.node = ? AND e.generation = ? AND e.state = 'DISPATCHED'
+FROM agent_node n
+LEFT JOIN effect e ON e.node = n.name AND e.generation = ? AND e.state = 'DISPATCHED'
+LEFT JOIN effect_call c ON c.effect_id = e.effect_id
+WHERE n.name = ?
 ORDER BY e.created_at, e.effect_id;
 
 -- name: effect_calls_dispatched_of_fenced_generations
