@@ -13,7 +13,7 @@ import pytest
 from onstation.core.errors import BadInput, Conflict, StaleGeneration
 from onstation.core.types import Grant
 from onstation.ledger import Ledger
-from onstation.ledger.backends import Params, Row, Tx
+from onstation.ledger.backends import Asked, Params, Row, Tx
 from onstation.ledger.base import BATCH_ROWS, repeat_rows
 from onstation.relief.grants import issue_successor_grants
 
@@ -49,6 +49,10 @@ class _Counting:
     def send(self, sql: str, params: Params = ()) -> None:
         self._note(sql)
         self._tx.send(sql, params)
+
+    def ask(self, sql: str, params: Params = ()) -> Asked:
+        self._note(sql)
+        return self._tx.ask(sql, params)
 
 
 def _count(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from onstation.core.errors import BadInput
 from onstation.core.types import Event
 from onstation.ledger import Ledger
-from onstation.ledger.backends import Params, Row, Tx
+from onstation.ledger.backends import Asked, Params, Row, Tx
 
 NODES = ("h-0", "h-1", "h-2")
 KINDS = ("node.fenced", "lease.acquired", "node.registered", "halt.raised", "no.such.kind")
@@ -120,6 +120,9 @@ class _CountingTx:
 
     def send(self, sql: str, params: Params = ()) -> None:
         self._tx.send(sql, params)
+
+    def ask(self, sql: str, params: Params = ()) -> Asked:
+        return self._tx.ask(sql, params)
 
 
 def _count_reads(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -14,6 +14,7 @@ form gave, and runs only the statements it names.
 from __future__ import annotations
 
 import json
+import pathlib
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,7 +26,7 @@ import pytest
 from onstation.core.errors import BadInput, Conflict, StaleGeneration
 from onstation.core.leases import LeaseState
 from onstation.ledger import Ledger
-from onstation.ledger.backends import Params, Row, Tx
+from onstation.ledger.backends import Asked, Params, Row, Tx
 from onstation.testing import FakeClock
 
 
@@ -53,6 +54,10 @@ class _Counting:
     def send(self, sql: str, params: Params = ()) -> None:
         self._note(sql)
         self._tx.send(sql, params)
+
+    def ask(self, sql: str, params: Params = ()) -> Asked:
+        self._note(sql)
+        return self._tx.ask(sql, params)
 
 
 def _count(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:
@@ -602,3 +607,79 @@ def test_a_generations_dispatched_calls_are_asked_in_one_statement(
     assert ledger.dispatched_calls("body", generation=2) == []
     with pytest.raises(BadInput, match="no such node 'nobody'"):
         ledger.dispatched_calls("nobody", generation=1)
+
+
+def test_asked_statements_run_in_order_and_are_read_later(ledger: Ledger) -> None:
+    """``Tx.ask``: a statement asked is run where it was asked (it sees what ran before it and
+    nothing after), whenever its rows are read."""
+    ledger.register_node("body")
+    count = "SELECT count(*) FROM event WHERE kind = ?"
+    insert = (
+        "INSERT INTO event (node, kind, generation, actor, detail, at) VALUES (?, ?, ?, ?, ?, ?)"
+    )
+    with ledger.backend.write() as tx:
+        before = tx.ask(count, ("test.asked",))
+        tx.send(insert, ("body", "test.asked", 1, "test", "{}", 1))
+        after = tx.ask(count, ("test.asked",))
+        none = tx.ask("SELECT kind FROM event WHERE kind = ?", ("test.nothing",))
+        assert after.all() == [(1,)] and after.one() == (1,)
+        assert before.one() == (0,)
+        assert none.one() is None and none.all() == []
+
+
+def test_an_admission_asks_its_first_reads_with_the_nodes_lock(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The judgement's lock and first reads are asked together (one round trip on
+    PostgreSQL); a new body's lease is acquired by the judgement and says so, a known body's
+    is not."""
+    from onstation.ledger.bodies import HarnessLedger
+
+    ledger.register_node("body")
+    records = HarnessLedger(ledger)
+    log, _ = _count(ledger, monkeypatch)
+    first = records.admit_session("s-1", harness="claude-code", node="body", workspace="/w")
+    # (SQLite's node_lock is node_get's text: the writer lock covers the row.)
+    assert log[0] in ("node_lock", "node_get")
+    assert log[1:4] == ["session_by_id", "session_live_lease", "session_generation_spent_now"]
+    assert first.admitted and first.lease_acquired
+    again = records.admit_session("s-1", harness="claude-code", node="body", workspace="/w")
+    assert again.admitted and not again.lease_acquired
+    ledger.release_lease("body", generation=1)
+    # The generation had a lease: the next body is admitted under the next one.
+    second = records.admit_session("s-2", harness="claude-code", node="body", workspace="/w")
+    assert second.admitted and second.lease_acquired and second.session.generation == 2
+
+
+def test_a_new_bodys_session_start_reads_no_lease_or_birth_after_its_admission(
+    ledger_url: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session start that acquired its body's lease does not read the lease back to see
+    whether it is due for renewal, nor look for a relief's birth of its new generation; a
+    body's next session start (its lease already live) still does."""
+    from onstation.harness.adapters import HookCall
+    from onstation.harness.config import load_config
+    from onstation.relief.hooks import HookRunner
+
+    workspace = tmp_path / "ws"
+    (workspace / ".onstation").mkdir(parents=True)
+    (workspace / ".onstation" / "config.json").write_text(json.dumps({"node": "body"}))
+    with Ledger.open(ledger_url) as setup:
+        setup.register_node("body")
+    with Ledger.open(ledger_url) as ledger:
+        log, _ = _count(ledger, monkeypatch)
+
+        def start(session_id: str) -> None:
+            payload = {"session_id": session_id, "cwd": str(workspace),
+                       "hook_event_name": "SessionStart", "source": "startup"}  # fmt: skip
+            HookRunner(ledger, "claude-code", load_config(str(workspace))).handle(
+                HookCall.from_payload("claude-code", "SessionStart", payload)
+            )
+
+        start("s-1")
+        assert "session_insert" in log
+        assert "node_and_lease" not in log and "birth_by_generation" not in log
+        log.clear()
+        start("s-1")  # the same session starts again: its body's lease is live
+        assert "session_insert" not in log
+        assert "node_and_lease" in log and "birth_by_generation" in log

@@ -52,6 +52,37 @@ class Tx(Protocol):
     def send(self, sql: str, params: Params = ()) -> None:
         """Execute ``sql`` whose outcome nobody reads now (it may be pipelined)."""
 
+    def ask(self, sql: str, params: Params = ()) -> Asked:
+        """Execute ``sql`` and read its rows later, from what this returns. Statements asked
+        one after another run in that order, each seeing what the ones before it did, and
+        where the backend pipelines (PostgreSQL's write transaction) they travel to the
+        server together: one round trip for all of them, paid by the first read."""
+
+
+class Asked(Protocol):
+    """The rows of a statement :meth:`Tx.ask` sent."""
+
+    def one(self) -> Row | None:
+        """The first row, or None."""
+
+    def all(self) -> list[Row]:
+        """Every row."""
+
+
+class Fetched:
+    """Rows read already (a backend that does not pipeline reads them as it is asked)."""
+
+    __slots__ = ("_rows",)
+
+    def __init__(self, rows: list[Row]) -> None:
+        self._rows = rows
+
+    def one(self) -> Row | None:
+        return self._rows[0] if self._rows else None
+
+    def all(self) -> list[Row]:
+        return self._rows
+
 
 class Backend(Protocol):
     """A connection to one ledger database and its dialect."""
@@ -162,6 +193,10 @@ class _SqliteTx:
 
     def send(self, sql: str, params: Params = ()) -> None:
         self._conn.execute(sql, params)
+
+    def ask(self, sql: str, params: Params = ()) -> Asked:
+        # Read now: a later read of this very statement would see what ran between.
+        return Fetched(self._conn.execute(sql, params).fetchall())
 
 
 class _SqliteWrite:
@@ -448,6 +483,9 @@ class _PgTx:
     def send(self, sql: str, params: Params = ()) -> None:
         self._conn.execute(self._sql(sql), params)
 
+    def ask(self, sql: str, params: Params = ()) -> Asked:
+        return Fetched(list(self._conn.execute(self._sql(sql), params).fetchall()))
+
 
 class _PgPipelinedTx(_PgTx):
     """A writing transaction in psycopg's pipeline mode: statements are queued and go to the
@@ -469,6 +507,30 @@ class _PgPipelinedTx(_PgTx):
         cur = self._conn.execute(self._sql(sql), params)
         self._pipeline.sync()  # the row count arrives with the result
         return cur.rowcount
+
+    def ask(self, sql: str, params: Params = ()) -> Asked:
+        # Queued: the server runs it in order; its rows are read (with everything queued
+        # before it, in one round trip) when first asked for.
+        return _PgAsked(self._conn.execute(self._sql(sql), params))
+
+
+class _PgAsked:
+    """A pipelined statement's cursor, read when its rows are first wanted."""
+
+    __slots__ = ("_cursor", "_rows")
+
+    def __init__(self, cursor: Any) -> None:
+        self._cursor = cursor
+        self._rows: list[Row] | None = None
+
+    def all(self) -> list[Row]:
+        if self._rows is None:
+            self._rows = list(self._cursor.fetchall())
+        return self._rows
+
+    def one(self) -> Row | None:
+        rows = self.all()
+        return rows[0] if rows else None
 
 
 class PostgresBackend:

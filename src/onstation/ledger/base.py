@@ -488,7 +488,10 @@ class LedgerBase:
         )
 
     def _lock_node(self, tx: Tx, name: str) -> AgentNode:
-        row = tx.one(self._q("node_lock"), (name,))
+        return self._locked_node(tx.one(self._q("node_lock"), (name,)), name)
+
+    def _locked_node(self, row: Row | None, name: str) -> AgentNode:
+        """The node of a ``node_lock`` row; BadInput when there was none."""
         if row is None:
             raise BadInput(f"no such node {name!r}", node=name)
         return self._node(row)

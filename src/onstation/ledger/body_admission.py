@@ -29,6 +29,11 @@ from onstation.ledger.body_records import (
 from onstation.ledger.correspondence import Correspondence
 
 
+def _live(row: Any) -> tuple[int, int, str | None] | None:
+    """(lease id, generation, holder) of a ``session_live_lease`` row."""
+    return None if row is None else (int(row[0]), int(row[1]), row[2])
+
+
 class BodyAdmission(Correspondence):
     """Sessions judged as bodies; part of :class:`~onstation.ledger.bodies.HarnessLedger`."""
 
@@ -97,15 +102,23 @@ class BodyAdmission(Correspondence):
         record = launcher or {"harness": harness}
 
         def body(tx: Tx, now: int) -> Admission:
-            current = self.ledger._lock_node(tx, node)
-            known = self._load_session(tx, session_id)
+            # The node's lock and the judgement's first reads, asked together: one round trip
+            # on PostgreSQL, each read on a snapshot taken once the lock is held (whether the
+            # generation ever had a lease is asked with the node's generation it reads).
+            locked = tx.ask(self._q("node_lock"), (node,))
+            asked_session = tx.ask(self._q("session_by_id"), (session_id,))
+            asked_live = tx.ask(self._q("session_live_lease"), (node, now))
+            asked_spent = tx.ask(self._q("session_generation_spent_now"), (node, node))
+            current = self.ledger._locked_node(locked.one(), node)
+            row = asked_session.one()
+            known = None if row is None else _session(row)
             if known is not None and known.node != node:
                 return Admission(
                     known, False, False, None,
                     f"this session is bound to {known.node} for its whole life; a session for "
                     f"{node} must be started in {node}'s workspace",
                 )  # fmt: skip
-            live = self._live_lease_in(tx, now, node)
+            live = _live(asked_live.one())
             if known is not None and known.state == "ADMITTED":
                 fenced = known.generation != current.generation
                 alive = live is not None and live[0] == known.lease_id
@@ -122,7 +135,7 @@ class BodyAdmission(Correspondence):
                 return Admission(known, not fenced, fenced, None, reason)
             if live is not None and live[2] == INTERACTIVE_HOLDER:
                 # The next new session takes a relief's pending interactive successor lease.
-                tx.run(self._q("session_lease_holder_set"), (holder, live[0]))
+                tx.send(self._q("session_lease_holder_set"), (holder, live[0]))
                 self.ledger._event(tx, now, node=node, kind="session.successor_bound",
                                    generation=live[1], actor=holder, session_id=session_id,
                                    lease_id=live[0])  # fmt: skip
@@ -153,7 +166,7 @@ class BodyAdmission(Correspondence):
                 launched = self._launched_session(tx, node, live, seen, launched_by)
                 if launched is not None:
                     launched_id, launched_record = launched
-                    tx.run(self._q("session_lease_holder_set"), (holder, live[0]))
+                    tx.send(self._q("session_lease_holder_set"), (holder, live[0]))
                     bound = self._bind_session_in(
                         tx, now, known, session_id, harness, node, live[1], live[0], "ADMITTED",
                         workspace, launched_record or record,
@@ -168,7 +181,7 @@ class BodyAdmission(Correspondence):
                     )  # fmt: skip
                 continued = self._same_host_session(tx, live[0], seen, source)
                 if continued is not None:
-                    tx.run(self._q("session_lease_holder_set"), (holder, live[0]))
+                    tx.send(self._q("session_lease_holder_set"), (holder, live[0]))
                     bound = self._bind_session_in(
                         tx, now, known, session_id, harness, node, live[1], live[0], "ADMITTED",
                         workspace, record,
@@ -202,7 +215,7 @@ class BodyAdmission(Correspondence):
                                       source)  # fmt: skip
                     return Admission(
                         admitted, True, False, holder,
-                        "admitted: the previous body's host process is gone",
+                        "admitted: the previous body's host process is gone", lease_acquired=True,
                     )  # fmt: skip
                 refused = self._bind_session_in(
                     tx, now, known, session_id, harness, node, current.generation, None, "REFUSED",
@@ -215,7 +228,7 @@ class BodyAdmission(Correspondence):
                 )  # fmt: skip
             generation = current.generation
             if live is None:
-                spent = tx.one(self._q("session_generation_spent"), (node, generation))
+                spent = asked_spent.one()  # nothing was written since it was asked
                 if spent is not None:
                     # The previous body is gone (its lease ended): one generation admits one
                     # body, so the new session gets the next, in this same transaction.
@@ -227,12 +240,13 @@ class BodyAdmission(Correspondence):
                 lease_id, generation = lease.lease_id, lease.generation
             else:
                 lease_id, generation = live[0], live[1]
+            acquired = live is None
             admitted = self._bind_session_in(
                 tx, now, known, session_id, harness, node, generation, lease_id, "ADMITTED",
                 workspace, record,
             )  # fmt: skip
             self._record_host(tx, now, session_id, node, lease_id, seen, None, source)
-            return Admission(admitted, True, False, holder, "admitted")
+            return Admission(admitted, True, False, holder, "admitted", lease_acquired=acquired)
 
         return self.ledger._write(body)
 
@@ -337,14 +351,9 @@ class BodyAdmission(Correspondence):
     ) -> None:
         if seen is None:
             return
-        tx.run(self._q("body_host_insert"),
-               (session_id, node, lease_id, json.dumps(seen, sort_keys=True), continued, source,
-                now))  # fmt: skip
-
-    def _live_lease_in(self, tx: Tx, now: int, node: str) -> tuple[int, int, str | None] | None:
-        """(lease id, generation, holder) of the node's live, unexpired lease."""
-        row = tx.one(self._q("session_live_lease"), (node, now))
-        return None if row is None else (int(row[0]), int(row[1]), row[2])
+        tx.send(self._q("body_host_insert"),
+                (session_id, node, lease_id, json.dumps(seen, sort_keys=True), continued, source,
+                 now))  # fmt: skip
 
     def _record_session(
         self,

@@ -60,6 +60,9 @@ class Admission(Record):
     fenced: bool
     holder: str | None
     reason: str
+    #: The judgement acquired the session's lease itself, the first of its generation: the
+    #: lease has its whole term ahead, and no relief's birth can be waiting on it.
+    lease_acquired: bool = False
 
 
 #: SessionStart sources with which a host says a new session id continues the conversation of

@@ -124,7 +124,13 @@ class HookRunner(EffectHooks):
                 host_gone=_host_gone, launched_by=_launched_by,
             )  # fmt: skip
             if admission.admitted:
-                self._renew_if_due(admission.session)
+                if admission.lease_acquired:
+                    # Acquired by this very judgement: a whole term ahead, and the first lease
+                    # of its generation, which no relief's birth can be waiting on.
+                    session = admission.session
+                    self._births[(session.node, session.generation)] = None
+                else:
+                    self._renew_if_due(admission.session)
                 path = call.transcript_path
                 if (
                     path

@@ -43,9 +43,11 @@ WHERE node = ? AND state = 'LIVE' AND expires_at > ?;
 -- Give a lease to a holder (a session taking a successor lease or a native resume).
 UPDATE body_lease SET holder = ? WHERE lease_id = ?;
 
--- name: session_generation_spent
--- Whether a generation of a node ever had a lease (1), else no row.
-SELECT 1 FROM body_lease WHERE node = ? AND generation = ?;
+-- name: session_generation_spent_now
+-- Whether the node's current generation ever had a lease (1), else no row. Parameters:
+-- node, node.
+SELECT 1 FROM body_lease
+WHERE node = ? AND generation = (SELECT generation FROM agent_node WHERE name = ?);
 
 -- name: session_insert
 -- Record a session seen for the first time (no flags, cursor or transcript yet); returns
