@@ -655,8 +655,9 @@ def test_a_new_bodys_session_start_reads_no_lease_or_birth_after_its_admission(
     ledger_url: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A session start that acquired its body's lease does not read the lease back to see
-    whether it is due for renewal, nor look for a relief's birth of its new generation; a
-    body's next session start (its lease already live) still does."""
+    whether it is due for renewal, nor look for a relief's birth of its new generation, nor
+    for its calls left unanswered (it made none); a body's next session start (its lease
+    already live) still does."""
     from onstation.harness.adapters import HookCall
     from onstation.harness.config import load_config
     from onstation.relief.hooks import HookRunner
@@ -679,7 +680,9 @@ def test_a_new_bodys_session_start_reads_no_lease_or_birth_after_its_admission(
         start("s-1")
         assert "session_insert" in log
         assert "node_and_lease" not in log and "birth_by_generation" not in log
+        assert "effect_calls_dispatched_of_generation" not in log
         log.clear()
         start("s-1")  # the same session starts again: its body's lease is live
         assert "session_insert" not in log
         assert "node_and_lease" in log and "birth_by_generation" in log
+        assert "effect_calls_dispatched_of_generation" in log

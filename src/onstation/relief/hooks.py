@@ -145,7 +145,9 @@ class HookRunner(EffectHooks):
         # The admission, its lease's renewal and the transcript's path commit together: a
         # session's first start wrote them in two synchronous commits.
         admission = self.together(judge)
-        if admission.admitted and not admission.fenced:
+        # A body whose lease this very call acquired has made no call before it: nothing of
+        # its own can be waiting for an answer.
+        if admission.admitted and not admission.fenced and not admission.lease_acquired:
             self._settle_unanswered(admission.session, call)
         method = _HANDLERS.get(event)
         handler = getattr(self, method) if method is not None else None
