@@ -686,3 +686,28 @@ def test_a_new_bodys_session_start_reads_no_lease_or_birth_after_its_admission(
         assert "session_insert" not in log
         assert "node_and_lease" in log and "birth_by_generation" in log
         assert "effect_calls_dispatched_of_generation" in log
+
+
+def test_a_take_that_finds_no_message_writes_nothing(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Taking messages asks first whether one waits (every full-path hook call takes): none,
+    and it opens no write; some, and it takes exactly those its body may have, as before."""
+    from onstation.ledger.correspondence import Correspondence
+
+    ledger.register_node("body")
+    mail = Correspondence(ledger)
+    log, opened = _count(ledger, monkeypatch)
+    assert mail.take_messages("body", delivered_to="s-1", generation=1) == []
+    assert log == ["message_waiting_for_body"] and "write" not in opened
+    for generation in (None, 1, 2):
+        mail.post_message(sender="lead", recipient="body", kind="note", body=f"g{generation}",
+                          generation=generation)  # fmt: skip
+    log.clear()
+    taken = mail.take_messages("body", delivered_to="s-1", generation=1)
+    assert [m.body for m in taken] == ["gNone", "g1"]
+    assert log == ["message_waiting_for_body", "message_take_for_body"]
+    assert [m.body for m in mail.take_messages("body", delivered_to="s-2", generation=2,
+                                               fenced=True)] == ["g2"]  # fmt: skip
+    assert mail.take_messages("body", delivered_to="s-3") == []
+    assert all(m.delivered_at is not None for m in mail.messages("body"))

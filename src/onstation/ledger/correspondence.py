@@ -175,16 +175,23 @@ class Correspondence:
         large. A message for another generation is never handed to this body.
         """
         validate_name(recipient, "to")
+        args: tuple[int, ...] = ()
+        if generation is None:
+            which = "all"
+        elif fenced:
+            which, args = "generation", (generation,)
+        else:
+            which, args = "for_body", (generation,)
+        # Asked first, outside any write (issue 14: most takes find nothing, and every full-
+        # path hook call takes): a message sent after this look waits for the next take, as
+        # one sent just after the take itself would.
+        waiting = self._q(f"message_waiting_{which}")
+        if self.ledger._read_single(lambda tx, _now: tx.one(waiting, (recipient, *args))) is None:
+            return []
+        take = self._q(f"message_take_{which}")
 
         def run(tx: Tx, now: int) -> list[Message]:
-            args: tuple[int, ...] = ()
-            if generation is None:
-                sql = self._q("message_take_all")
-            elif fenced:
-                sql, args = self._q("message_take_generation"), (generation,)
-            else:
-                sql, args = self._q("message_take_for_body"), (generation,)
-            rows = tx.all(sql, (now, delivered_to, recipient, *args))
+            rows = tx.all(take, (now, delivered_to, recipient, *args))
             return sorted((_message(r) for r in rows), key=lambda m: m.message_id)
 
         return self.ledger._write(run)

@@ -41,6 +41,20 @@ WHERE recipient = ? AND delivered_at IS NULL AND (generation IS NULL OR generati
 RETURNING message_id, sender, recipient, kind, body, reply_to, created_at, delivered_at,
           generation, sender_generation;
 
+-- name: message_waiting_all
+-- Whether a recipient has an undelivered message (1), else no row.
+SELECT 1 FROM message WHERE recipient = ? AND delivered_at IS NULL LIMIT 1;
+
+-- name: message_waiting_generation
+-- Whether a recipient has an undelivered message addressed to one generation (1), else no row.
+SELECT 1 FROM message WHERE recipient = ? AND delivered_at IS NULL AND generation = ? LIMIT 1;
+
+-- name: message_waiting_for_body
+-- Whether a recipient has an undelivered message addressed to one generation or to the
+-- identity at large (1), else no row.
+SELECT 1 FROM message
+WHERE recipient = ? AND delivered_at IS NULL AND (generation IS NULL OR generation = ?) LIMIT 1;
+
 -- name: message_expire_all
 -- Mark every undelivered message of a recipient expired.
 UPDATE message SET delivered_at = ?, delivered_to = ?
