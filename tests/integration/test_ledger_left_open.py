@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from onstation.ledger import Ledger, backends
 from onstation.relief import hotpath
 
@@ -154,13 +156,13 @@ def test_a_deferred_checkpoint_waits_for_settle_deferred_and_loses_nothing(
     conn.close()
 
 
-def test_a_deferred_checkpoint_waits_out_a_reader_a_moment(tmp_path: Path) -> None:
+def test_a_deferred_checkpoint_waits_out_a_reader_a_moment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A reader in the WAL at the moment a daemon's child settles (its next spare opening the
     same ledger ahead reads the schema then) kept the deferred checkpoint from truncating:
     the WAL stayed past the limit until a later call. Off the caller's clock, the deferred
     checkpoint now tries again for a moment (``DEFERRED_PATIENCE``); the call's own does not."""
-    import threading
-
     from onstation.ledger import fastpath
 
     db = _sqlite_with_rows(tmp_path, 200)
@@ -174,13 +176,19 @@ def test_a_deferred_checkpoint_waits_out_a_reader_a_moment(tmp_path: Path) -> No
         assert _wal(db).stat().st_size > backends.WAL_LIMIT_BYTES
         fastpath.defer_settling()
         ledger.leave_open()
-        released = threading.Timer(0.01, lambda: reader.execute("COMMIT"))
-        released.start()
-        try:
-            fastpath.settle_deferred()
-        finally:
-            released.join()
-        assert _wal(db).stat().st_size == 0
+        real_sleep = fastpath.time.sleep
+        paused: list[float] = []
+
+        def pause(seconds: float) -> None:
+            # The reader leaves while the checkpoint waits between its tries.
+            if not paused:
+                reader.execute("COMMIT")
+            paused.append(seconds)
+            real_sleep(seconds)
+
+        monkeypatch.setattr(fastpath.time, "sleep", pause)
+        fastpath.settle_deferred()
+        assert paused and _wal(db).stat().st_size == 0
     finally:
         fastpath.settle_deferred()
         ledger.close()

@@ -383,11 +383,11 @@ class EffectJournal(LedgerBase):
                               (node, node))  # fmt: skip
             else:
                 rows = tx.all(self._q("effect_calls_dispatched_of_generation"), (generation, node))
-                if rows:
-                    return [_dispatched_call(r) for r in rows if r[0] is not None]
             if not rows:
                 self._require_node(tx, node)
-            return [_dispatched_call(r) for r in rows]
+            # A generation's statement answers an existing node with no such effect by one
+            # row of NULLs.
+            return [_dispatched_call(r) for r in rows if r[0] is not None]
 
         return self._read_single(body)
 
