@@ -300,3 +300,52 @@ def test_two_repositories_keep_answers_of_their_own(
     assert asked["remote"] == 3
     assert answers.answer(str(repo)) == ("origin", URL)
     assert asked["remote"] == 4
+
+
+def test_two_repositories_with_the_same_files_share_one_answer(
+    repo: Path, tmp_path: Path, asked: Counter[str]
+) -> None:
+    """Where a repository lies is not among git's inputs (issue 14: each simulated seed's
+    repository is a new copy of one template): a copy with the same bytes is answered from
+    the first's proof, and a change to either is seen in that one alone."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(repo, copy, symlinks=True)
+    answers = RemoteAnswers(clock=settled)
+    assert answers.answer(str(repo / "sub")) == ("origin", URL)
+    assert answers.answer(str(copy / "sub")) == ("origin", URL) == fresh(copy)
+    assert asked["remote"] == 1
+    sh(copy, "remote", "set-url", "origin", "https://x.test/6")
+    assert answers.answer(str(copy)) == ("origin", "https://x.test/6") == fresh(copy)
+    assert answers.answer(str(repo)) == ("origin", URL) == fresh(repo)
+    assert asked["remote"] == 2
+
+
+def _git_says(ws: Path) -> tuple[str | None, str | None]:
+    """What ``git remote -v`` answers as the evidence module runs it (a refusal: nothing)."""
+    return evidence._parse_remotes(evidence.git(ws, "remote", "-v"))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making another user's repository needs root")
+def test_another_users_repositories_are_kept_by_their_paths(
+    repo: Path, tmp_path: Path, home: Path, asked: Counter[str]
+) -> None:
+    """Two copies with the same bytes, both owned by another user, one of them listed in
+    ``safe.directory``: git reads that one and refuses the other (dubious ownership), so
+    neither is answered from the other's proof."""
+    import shutil
+
+    trusted, untrusted = tmp_path / "trusted", tmp_path / "untrusted"
+    for copy in (trusted, untrusted):
+        shutil.copytree(repo, copy, symlinks=True)
+        for path in (copy, *copy.rglob("*")):
+            os.lchown(path, 4242, 4242)
+    (home / ".gitconfig").write_text(f"[safe]\n\tdirectory = {trusted}\n")
+    assert (_git_says(trusted), _git_says(untrusted)) == (("origin", URL), (None, None))
+    asked.clear()
+    answers = RemoteAnswers(clock=settled)
+    for _ in range(2):
+        assert answers.answer(str(trusted)) == ("origin", URL)
+        assert answers.answer(str(untrusted)) == (None, None)
+    assert asked["remote"] == 1 + 2  # the trusted one's fill; the refusal is never kept

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -175,3 +176,33 @@ def test_the_history_digest_is_that_of_the_whole_history(tmp_path: Path) -> None
         assert checks.history_digest(ledger) == digest  # asked again: nothing new to hash
     finally:
         ledger.close()
+
+
+def test_the_seeds_of_one_process_share_one_remote_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every seed's repository is a copy of one template: once a seed's ``git remote -v``
+    answer is proven (harness.git_kept.RemoteAnswers), a later seed in the same process asks
+    git none (issue 14: each seed asked about seven), and its run is unchanged."""
+    import time
+
+    from onstation.harness import evidence
+    from onstation.sim.run import _remote_answers
+
+    started: list[list[str]] = []
+    real = evidence.run_captured
+
+    def counting(argv: list[str], **kwargs: Any) -> tuple[int, str, str]:
+        started.append(argv)
+        return real(argv, **kwargs)
+
+    monkeypatch.setattr(evidence, "run_captured", counting)
+    # The proof's racily-clean margin counts from the files' last change: a clock past it.
+    monkeypatch.setattr(_remote_answers(), "_clock", lambda: time.time_ns() + 60 * 10**9)
+    first = simulate(5)
+    assert first.ok
+    remotes = sum(1 for argv in started if "remote" in argv)
+    started.clear()
+    second = simulate(6)
+    assert second.ok
+    assert any("status" in argv for argv in started)  # it gathered evidence
+    assert not any("remote" in argv for argv in started)
+    assert remotes <= 1  # the first seed's one fill, unless an earlier test made it

@@ -183,7 +183,10 @@ def _read_legacy(directory: str, stats: list[tuple[int, ...]]) -> tuple[object, 
     if len(names) > _LEGACY_MAX:
         raise _Unproven(directory)
     stats.append(_identity(info))
-    return (directory, tuple(_read_config(os.path.join(directory, n), stats) for n in names))
+    return (
+        directory,
+        tuple((n, _read_config(os.path.join(directory, n), stats)[1]) for n in names),
+    )
 
 
 def _small(path: str, stats: list[tuple[int, ...]] | None) -> bytes:
@@ -269,6 +272,13 @@ def _discover(ws: str, stats: list[tuple[int, ...]]) -> tuple[str, str, tuple[ob
             gitdir, common = _git_dir_at(named, stats)
             owners = tuple(os.stat(p).st_uid for p in (here, dotgit, gitdir))
             # Not the .git directory's own identity: it changes with every commit.
+            if all(owner == os.geteuid() for owner in owners):
+                # Where the repository lies changes nothing git answers from (equal bytes,
+                # equal answer; includes are never followed): its shape only, so that
+                # repositories with the same files share one answer.
+                shape = (os.path.relpath(gitdir, here), os.path.relpath(common, gitdir))
+                return gitdir, common, (pointer, shape, owners)
+            # safe.directory's values are paths: someone else's repository is kept by its own.
             return gitdir, common, (here, pointer, gitdir, common, owners)
         if os.path.lexists(f"{here.rstrip('/')}/HEAD"):
             raise _Unproven(here)  # possibly a bare repository: git's own question
@@ -340,8 +350,10 @@ def _remote_inputs(ws: str) -> _RemoteInputs:
                                               os.path.join(gitdir, "config.worktree"))]  # fmt: skip
     legacy = [_read_legacy(os.path.join(d, kind), stats) for d in dict.fromkeys((common, gitdir))
               for kind in ("remotes", "branches")]  # fmt: skip
+    # Each file by its place in the sequence and its bytes, not its path: the repository's
+    # own files lie where the repository does, and ``found`` says what of that place counts.
     key = (executable, binary, home, xdg_home, os.geteuid(), env.get("SUDO_UID"), found,
-           tuple(files), tuple(legacy))  # fmt: skip
+           tuple(data for _, data in files), tuple(entries for _, entries in legacy))  # fmt: skip
     return _RemoteInputs(key, tuple(stats))
 
 
@@ -373,6 +385,12 @@ class RemoteAnswers:
     legacy ``remotes/`` and ``branches/`` files are kept track of too, although ``git remote
     -v`` lists only configured remotes. ``safe.directory`` depends on the owners of the work
     tree, the ``.git`` and the git dir: kept, with the effective uid and ``SUDO_UID``.
+    Where the repository lies is not an input when the user owns all three: git prints each
+    URL as configured (a relative one is not resolved against the repository's path), and
+    the one directive that reads the path, ``includeIf "gitdir:..."``, is never followed; so
+    repositories whose files hold the same bytes, laid out the same way, share one answer.
+    When another user owns any of the three, ``safe.directory``'s values (paths) decide
+    whether git reads the repository at all, and its paths are part of the proof.
 
     The proof. Before git is asked, those files are read (the bytes, or their absence) and
     stat'ed; the answer is kept under all of it. Each later use reads them again and reuses
@@ -395,7 +413,9 @@ class RemoteAnswers:
         self._clock = clock
         # Keyed by the inputs themselves, not by the workspace: two workspaces in one
         # repository (subdirectories of one work tree) read the very same files, so one
-        # answer serves both (the simulation's two agents share one repository).
+        # answer serves both (the simulation's two agents share one repository); so do two
+        # repositories of the user's own whose files hold the same bytes (each seed of the
+        # simulation has a new one, copied from one template).
         self._kept: dict[tuple[object, ...], tuple[str | None, str | None]] = {}
 
     def answer(self, ws: str) -> tuple[str | None, str | None]:
@@ -434,12 +454,21 @@ class GitBatches:
     :meth:`close`, not by a cache's. Only the process is shared, never an answer: git resolves
     every name as it stands when asked. One that broke is replaced at the next question."""
 
-    def __init__(self, timeout: float = GIT_TIMEOUT, *, keep_remotes: bool = True) -> None:
+    def __init__(
+        self,
+        timeout: float = GIT_TIMEOUT,
+        *,
+        keep_remotes: bool = True,
+        remotes: RemoteAnswers | None = None,
+    ) -> None:
         self.timeout = timeout
         self._kept: dict[str, _BatchCheck] = {}
         #: ``git remote -v`` answers kept across the reliefs while proven unchanged
-        #: (:class:`RemoteAnswers`); None: each cache asks git itself.
-        self.remotes: RemoteAnswers | None = RemoteAnswers() if keep_remotes else None
+        #: (:class:`RemoteAnswers`; ``remotes`` when given, to share them wider, as the
+        #: simulation does across the seeds of a process); None: each cache asks git itself.
+        self.remotes: RemoteAnswers | None = (
+            (remotes if remotes is not None else RemoteAnswers()) if keep_remotes else None
+        )
 
     def of(self, ws: str) -> _BatchCheck:
         """The kept process of ``ws`` (started at its first question)."""

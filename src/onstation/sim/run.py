@@ -23,7 +23,7 @@ from onstation.core.errors import Conflict, OnstationError, StaleGeneration
 from onstation.core.governor import RespawnPolicy
 from onstation.harness.adapters import FAKE
 from onstation.harness.evidence import git
-from onstation.harness.git_kept import GitBatches
+from onstation.harness.git_kept import GitBatches, RemoteAnswers
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import HarnessLedger
 from onstation.ledger.faults import PLANTS, planted
@@ -170,6 +170,15 @@ def _templates() -> tuple[_Template, _Template]:
         return _Template.read(repo), _Template.read(ledger_dir)
 
 
+@functools.cache
+def _remote_answers() -> RemoteAnswers:
+    """The ``git remote -v`` answers this process's seeds share: every seed's repository is a
+    copy of one template, so one answer, proven as :class:`RemoteAnswers` proves it, serves
+    them all (issue 14: a seed's new repository is younger than the proof's settling margin
+    for most of its life, so each of its reliefs asked git again)."""
+    return RemoteAnswers()
+
+
 def _git_repo(path: Path, agents: list[str]) -> None:
     _templates()[0].write(path)
     for name in agents:
@@ -192,7 +201,7 @@ class _Run:
         self.abandoned: set[str] = set()  # identities with a relief left open by a crash
         # The controller's kept git cat-file per workspace, shared by its reliefs (each
         # started a process of its own: issue 14); gone with the controller's process.
-        self.git = GitBatches()
+        self.git = GitBatches(remotes=_remote_answers())
         w = self.world
         self.ledger = self._open()
         w.body_ledger = self._open()
