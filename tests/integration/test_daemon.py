@@ -649,34 +649,45 @@ def _pg_connections(url: str, app: str) -> list[tuple[int, str]]:
     return [(int(pid), str(state)) for pid, state in rows]
 
 
-def test_a_spare_connects_to_a_postgresql_ledger_ahead_and_its_call_takes_it(
-    pg_url: str,
-) -> None:
-    """After a call on a PostgreSQL ledger, the next spare connects to it under that call's
-    environment (seen by the application name libpq sends); the next call takes it (the
-    daemon counts it); one the server ended meanwhile is not taken, and the call still
-    runs."""
+def test_the_daemon_lends_one_server_session_to_its_postgresql_calls(pg_url: str) -> None:
+    """After a call on a PostgreSQL ledger the daemon holds a server session for it, made
+    under that call's environment (seen by the application name libpq sends), and lends it
+    to the calls after, one at a time: one server process serves them all (ledger.pg_lent;
+    issue 14). The spares then connect ahead no more. One the server ended is not used, the
+    call still runs, and the daemon makes a new one."""
     import psycopg
 
     app = f"osd-{os.getpid()}-{time.monotonic_ns()}"
     d = Daemon(env={**os.environ, "ONSTATION_DB": pg_url, "PGAPPNAME": app}).start()
     try:
         assert d.cli("node", "register", "alpha").returncode == 0
-        assert d.served() == 1 and d.status()["ahead_taken"] == 0
+        assert d.served() == 1 and d.status()["lent"] == 0
+        # The second call is its spare's (forked before the daemon held a session): it
+        # takes the connection that spare made ahead; the spares after it hold the session.
+        assert d.cli("node", "show", "alpha").returncode == 0
         _wait(lambda: [s for _p, s in _pg_connections(pg_url, app)] == ["idle"],
-              "the spare's connection made ahead")  # fmt: skip
-        shown = d.cli("node", "show", "alpha")
-        assert shown.returncode == 0 and "alpha" in shown.stdout
-        assert d.served() == 2 and d.status()["ahead_taken"] == 1
-        _wait(lambda: len(_pg_connections(pg_url, app)) == 1, "the next spare's connection")
-        [(spare_pid, _state)] = _pg_connections(pg_url, app)
+              "the one session the daemon holds")  # fmt: skip
+        [(held, _state)] = _pg_connections(pg_url, app)
+        for n in range(3):
+            shown = d.cli("node", "show", "alpha")
+            assert shown.returncode == 0 and "alpha" in shown.stdout
+            assert d.status()["lent"] == n + 1
+            assert _pg_connections(pg_url, app) == [(held, "idle")]  # the same server process
         with psycopg.connect(pg_url.split("?", maxsplit=1)[0], autocommit=True) as admin:
-            admin.execute("SELECT pg_terminate_backend(%s)", (spare_pid,))
+            admin.execute("SELECT pg_terminate_backend(%s)", (held,))
         again = d.cli("node", "show", "alpha")
         assert again.returncode == 0 and "alpha" in again.stdout
-        assert d.served() == 3 and d.status()["ahead_taken"] == 1
+        _wait(lambda: [p for p, _s in _pg_connections(pg_url, app) if p != held],
+              "a new session held")  # fmt: skip
+        [(remade, _state)] = _pg_connections(pg_url, app)
+        lent = d.status()["lent"]
+        for _ in range(2):  # the first spare after it was forked before it was made
+            assert d.cli("node", "show", "alpha").returncode == 0
+        assert d.status()["lent"] == lent + 1
+        assert _pg_connections(pg_url, app) == [(remade, "idle")]
     finally:
         d.stop()
+    _wait(lambda: not _pg_connections(pg_url, app), "the daemon's session ended with it")
 
 
 def test_a_ledger_the_calls_name_themselves_is_learnt_from_their_report(pg_url: str) -> None:

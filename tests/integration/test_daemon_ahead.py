@@ -98,7 +98,7 @@ assert fastpath.open_ledger_of() is None
 conn = sqlite3.connect(used, isolation_level=None)
 conn.execute("SELECT * FROM t").fetchall()  # a WAL-mode connection has its -wal open
 assert fastpath.open_ledger_of() == used
-assert daemon_pages.read_report(daemon_pages.report(learn=False)) == (used, None, False)
+assert daemon_pages.read_report(daemon_pages.report(learn=False)) == (used, None, False, b"-")
 assert fastpath.take_ahead(untaken) is not None
 assert daemon_pages.read_report(daemon_pages.report(learn=False))[2] is True
 """

@@ -19,8 +19,11 @@ the signal that ended it) again for a child that ended without a word, and forks
 spare.
 
 A client that goes away (its host killed it) takes its command with it: the child is killed.
-The daemon holds no ledger connection and no state between calls: every call's child starts
-from the freshly imported package, as a new process would. A change to the package on disk
+The daemon holds no SQLite connection and no state between calls: every call's child starts
+from the freshly imported package, as a new process would. What it does hold are PostgreSQL
+server sessions, each lent to one child at a time for one call and taken back by that
+child's report (:mod:`onstation.ledger.pg_lent`): a server session outlives the call, a
+process never does. A change to the package on disk
 makes the daemon refuse the call (the client runs it itself) and stop, so an upgraded or
 edited install is never served by old code.
 """
@@ -46,6 +49,7 @@ from onstation.cli.daemon_preload import PACKAGE, load_postgres
 from onstation.cli.daemon_watch import PackageWatch
 from onstation.core.errors import BadInput, Conflict, OnstationError
 from onstation.ledger import fastpath, pg_ahead
+from onstation.ledger.pg_lent import LentSessions
 from onstation.relief import hotpath_pg
 
 #: The largest request frame accepted (argument vector and environment).
@@ -103,8 +107,10 @@ def status(path: str, verb: str = "status") -> dict[str, object] | None:
     """The daemon's answer to ``verb`` (``status`` or ``stop``) as a record: its ``state``
     (running, stopping), ``pid``, calls ``served`` and ``in_flight``, ``hot_pages`` (how
     many pages the latest call dirtied, which each spare copies while it waits:
-    :mod:`onstation.cli.daemon_pages`) and ``idle_exit`` (the seconds without a call after
-    which it stops, or None); None when no daemon of this user answers at ``path``."""
+    :mod:`onstation.cli.daemon_pages`), ``ahead_taken`` (calls that took a ledger opened
+    ahead), ``lent`` (calls lent a server session the daemon holds: ``ledger.pg_lent``) and
+    ``idle_exit`` (the seconds without a call after which it stops, or None); None when no
+    daemon of this user answers at ``path``."""
     answer = control(path, verb)
     if answer is None:
         return None
@@ -115,6 +121,7 @@ def status(path: str, verb: str = "status") -> dict[str, object] | None:
             "served": int(fields["served"]), "in_flight": int(fields["in_flight"]),
             "hot_pages": int(fields.get("pages", 0)),
             "ahead_taken": int(fields.get("ahead", 0)),
+            "lent": int(fields.get("lent", 0)),
             "idle_exit": float(fields["idle-exit"]) if "idle-exit" in fields else None,
             "socket": path}  # fmt: skip
 
@@ -201,6 +208,10 @@ class Daemon:
         self.ahead_pg: tuple[str, dict[str, str]] | None = None
         #: Calls that took a ledger opened (or connected to) ahead by their spare.
         self.ahead_taken = 0
+        #: The PostgreSQL server sessions held and lent to the children, one call at a time
+        #: (``ledger.pg_lent``), and those the waiting spare was forked holding.
+        self.lent = LentSessions()
+        self.spare_slots: frozenset[int] = frozenset()
         self.spares = 0
         self.started = time.time()
         self._last_call = time.monotonic()
@@ -253,6 +264,7 @@ class Daemon:
             if self.spare is not None:
                 self.spare[1].close()  # the spare reads end of stream and exits
                 self._reap_spare()
+            self.lent.close()
         return 0
 
     # -- the loop ---------------------------------------------------------------------------
@@ -280,6 +292,10 @@ class Daemon:
             elif fd in by_fd:
                 self._client_event(by_fd[fd])
         self._reap()
+        if self.lent.wanted() and not self.calls and not self.stopping:
+            # A quiet moment: no call waits while the server session is made. The spare
+            # forked next holds it.
+            self.lent.make_wanted(warm=hotpath_pg.warm)
         if self._idle_long_enough():
             self.stopping = self.idled = True
         if self.stopping:
@@ -328,7 +344,9 @@ class Daemon:
                 continue
             self._count(call)
             if call.runs:
-                self._learn(call)
+                self._learn(pid, call)
+            else:
+                self.lent.returned(pid, b"")  # none was used; none is trusted either
             call.channel.close()
             if not call.runs and not os.WIFSIGNALED(status):
                 call.conn.close()  # no go-ahead came: nothing ran, and the client is gone
@@ -349,18 +367,20 @@ class Daemon:
                     pass
             call.conn.close()
 
-    def _learn(self, call: _Call) -> None:
-        """Keep the set of pages an ended child said it dirtied, and the ledger it had open
-        (:mod:`daemon_pages`)."""
+    def _learn(self, pid: int, call: _Call) -> None:
+        """Keep the set of pages an ended child said it dirtied and the ledger it had open
+        (:mod:`daemon_pages`), and take back the server session it was lent."""
         data = b""
         with contextlib.suppress(OSError):  # the end of what it sent, or nothing
             while chunk := call.channel.recv(65536):
                 data += chunk
-        ledger, runs, took = daemon_pages.read_report(data)
+        ledger, runs, took, lent = daemon_pages.read_report(data)
+        self.lent.returned(pid, lent)
         self.hot = self.hot if runs is None else runs
         self.ahead_taken += took
         if ledger is not None and daemon_pages.is_postgres(ledger):
             self.ahead_pg = (ledger, daemon_pages.environment(call.environ))
+            self.lent.want(*self.ahead_pg)
         elif ledger is not None:
             # The calls moved to an SQLite ledger: a server connection made ahead for every
             # spare would go unused (a local file opened ahead costs nothing elsewhere).
@@ -467,18 +487,26 @@ class Daemon:
             self._refill()
         assert self.spare is not None
         child, channel = self.spare
+        environ = fields[5 + argc :]
+        # The server session to lend: for the ledger this call's environment names, else the
+        # one the calls last used (the child takes it only for its very ledger).
+        guess = daemon_pages.named_postgres(environ) or self.ahead_pg
+        slot = None if guess is None else self.lent.lend(*guess, child, self.spare_slots)
         conn.sendall(b"ok %d\n" % child)
         # The child gets the connection too: it waits there for the client's go-ahead (a
         # client that gave up before sending it never has its command run) and reports its
         # own exit status the moment it has one (its process teardown, several milliseconds,
         # is then off the caller's clock); the daemon reports only for a child that died
         # without saying.
-        payload = caller.to_bytes(4, "big") + frame
+        payload = (
+            caller.to_bytes(4, "big")
+            + (-1 if slot is None else slot).to_bytes(4, "big", signed=True)
+            + frame
+        )
         rights = struct.pack("5i", *fds, conn.fileno())
         channel.sendmsg([len(payload).to_bytes(4, "big") + payload],
                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights)])  # fmt: skip
         self.spare = None
-        environ = fields[5 + argc :]
         self.calls[child] = _Call(conn, channel, environ)
         self._last_call = time.monotonic()
         # Guesses for the next spare (forked before this call ends, so before its child's
@@ -497,7 +525,8 @@ class Daemon:
         idle = "" if self.idle_exit is None else f"idle-exit {self.idle_exit:g} "
         answer = (f"{state} pid {os.getpid()} served {self.served} in flight {len(self.calls)} "
                   f"pages {sum(count for _first, count in self.hot)} since {int(self.started)} "
-                  f"ahead {self.ahead_taken} {idle}socket {self.path}\n")  # fmt: skip
+                  f"ahead {self.ahead_taken} lent {self.lent.lent} {idle}"
+                  f"socket {self.path}\n")  # fmt: skip
         with contextlib.suppress(OSError):
             conn.sendall(answer.encode())
 
@@ -511,6 +540,7 @@ class Daemon:
         # or not, and the set would only grow.
         learn = not self.hot or self.spares % daemon_pages.LEARN_EVERY == 0
         self.spares += 1
+        self.spare_slots = self.lent.slots()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the forked child (tested end to end)
             parent_end.close()
@@ -536,13 +566,18 @@ class Daemon:
             held += [] if self.spare is None else [self.spare[1]]
             for sock in held:
                 sock.detach()
+            # ... but the server sessions the daemon holds: one of them may be lent to this
+            # spare's call (never used here otherwise, and never closed: a copy).
             keep = channel.fileno()
-            os.closerange(3, keep)
-            os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))
+            low = 3
+            for fd in sorted({keep, *self.lent.fds()}):
+                os.closerange(low, fd)
+                low = fd + 1
+            os.closerange(low, os.sysconf("SC_OPEN_MAX"))
             # While no call has come: open the last call's ledger (docs/daemon.md), then copy
             # the pages it dirtied (a chunk at a time: a call that arrives stops it).
             ahead = self.ahead is not None and fastpath.open_ahead(self.ahead)
-            if self.ahead_pg is not None:
+            if self.ahead_pg is not None and not self.lent.has(*self.ahead_pg):
                 pg_ahead.connect_ahead(*self.ahead_pg, warm=hotpath_pg.warm)
             prefault = daemon_pages.Prefault([] if learn else self.hot)
             poller = select.poll()
@@ -557,7 +592,10 @@ class Daemon:
             os._exit(0)
         if not got:
             os._exit(0)  # the daemon stopped: no call will come
-        run_call(int.from_bytes(got[:4], "big"), got[4:], fds, channel, learn=learn)
+        slot = int.from_bytes(got[4:8], "big", signed=True)
+        if slot >= 0:
+            self.lent.adopt(slot)
+        run_call(int.from_bytes(got[:4], "big"), got[8:], fds, channel, learn=learn)
 
 
 _NAMESPACES = ("mnt", "pid", "user", "net", "ipc", "uts", "cgroup")

@@ -89,14 +89,17 @@ def report(learn: bool) -> bytes:
     """What an ended child tells the daemon: the ledger it had open (an SQLite file, or else
     the PostgreSQL ledger it opened: the next spare opens it ahead,
     ``ledger.fastpath.open_ahead``, ``ledger.pg_ahead.connect_ahead``), whether it took one
-    opened ahead, and, when ``learn``, the pages it dirtied."""
-    from onstation.ledger import pg_ahead
+    opened ahead, the state of the server session it was lent (``ledger.pg_lent.state``),
+    and, when ``learn``, the pages it dirtied."""
+    from onstation.ledger import pg_ahead, pg_lent
     from onstation.ledger.fastpath import open_ledger_of, took_ahead
 
     ledger = os.fsencode(open_ledger_of() or pg_ahead.last_used() or "")
     ledger = ledger if len(ledger) < 4096 else b""
     took = b"1" if took_ahead() or pg_ahead.took_ahead() else b"0"
-    return len(ledger).to_bytes(2, "big") + ledger + took + (dirtied() if learn else b"")
+    lent = pg_lent.state()
+    return (len(ledger).to_bytes(2, "big") + ledger + took + lent
+            + (dirtied() if learn else b""))  # fmt: skip
 
 
 def environment(items: list[bytes]) -> dict[str, str]:
@@ -137,16 +140,18 @@ def named_ledger(items: list[bytes]) -> str | None:
     return given
 
 
-def read_report(data: bytes) -> tuple[str | None, list[tuple[int, int]] | None, bool]:
-    """(the ledger, the pages' runs, whether it took a ledger opened ahead) of
-    :func:`report`'s bytes; None (False) for what it left out."""
+def read_report(data: bytes) -> tuple[str | None, list[tuple[int, int]] | None, bool, bytes]:
+    """(the ledger, the pages' runs, whether it took a ledger opened ahead, what it said of
+    the server session it was lent) of :func:`report`'s bytes; None (False, b"") for what it
+    left out."""
     size = int.from_bytes(data[:2], "big")
-    if len(data) < 3 + size:
-        return None, None, False
+    if len(data) < 4 + size:
+        return None, None, False, b""
     ledger = os.fsdecode(data[2 : 2 + size]) or None
     took = data[2 + size : 3 + size] == b"1"
-    rest = data[3 + size :]
-    return ledger, decode(rest) if rest else None, took
+    lent = data[3 + size : 4 + size]
+    rest = data[4 + size :]
+    return ledger, decode(rest) if rest else None, took, lent
 
 
 def decode(data: bytes) -> list[tuple[int, int]]:

@@ -553,6 +553,9 @@ class PostgresBackend:
                 "PostgreSQL support is not installed: pip install 'onstation[postgres]'"
             ) from exc
         self._psycopg = psycopg
+        #: A daemon's server session lent to this process for one call (``ledger.pg_lent``):
+        #: never closed here.
+        self.lent = False
         status = psycopg.pq.TransactionStatus
         #: A transaction still open on the server: idle inside it, or failed.
         self._open_states = (status.INTRANS, status.INERROR)
@@ -689,6 +692,8 @@ class PostgresBackend:
             return False
 
     def close(self) -> None:
+        if self.lent:
+            return  # the daemon's server session, lent for this call: the daemon ends it
         self._conn.close()
 
 

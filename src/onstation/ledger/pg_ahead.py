@@ -5,7 +5,9 @@ about 4 ms here (the connection, the schema's search path, its version), a fifth
 hook call. So the spare a daemon forks ahead of the next call, while it waits, connects to
 the ledger the last call used (docs/daemon.md, "The ledger opened ahead"), and the call
 takes that connection instead of making one. The connection is the spare's own, made after
-its fork, as an SQLite ledger opened ahead is; the daemon itself holds none.
+its fork, as an SQLite ledger opened ahead is. (Once the daemon holds a server session for
+that ledger, ``ledger.pg_lent``, its spares connect ahead no more: the call is lent the
+daemon's, and takes it here, by the same rules.)
 
 A call must never write through a connection it could not have made itself. So the spare
 connects under the very environment the last call brought (libpq reads the ``PG*``
@@ -73,21 +75,33 @@ def connect_ahead(
     now held. Never creates anything: a missing or unmigrated ledger is not connected to.
     ``warm`` then runs on it (the hook fast path's reads: ``relief.hotpath_pg.warm``); a
     connection it fails on is closed, not held."""
-    from onstation.ledger.backends import PostgresBackend
-
-    wanted = libpq_environment(environ)
-    key = (url, wanted)
+    key = (url, libpq_environment(environ))
     if key in _AHEAD:
         return True
+    backend = connect_as(url, environ, warm)
+    if backend is None:
+        return False
+    _AHEAD[key] = (backend, os.getpid(), time.monotonic())
+    return True
+
+
+def connect_as(
+    url: str, environ: Mapping[str, str], warm: Callable[[PostgresBackend], None] | None = None
+) -> PostgresBackend | None:
+    """A connection to the migrated ledger ``url`` made as a process with ``environ`` would
+    make it (its libpq variables, for the time of the connection; nothing created), warmed
+    by ``warm`` when given; None when it cannot be made or warmed (it is then closed)."""
+    from onstation.ledger.backends import PostgresBackend
+
     saved = dict(os.environ)
     try:
         for name in [k for k in os.environ if _read_by_libpq(k)]:
             del os.environ[name]
-        os.environ.update(wanted)
+        os.environ.update(libpq_environment(environ))
         backend = PostgresBackend(url, require_migrated=True, create=False,
                                   connect_timeout=CONNECT_TIMEOUT)  # fmt: skip
     except Exception:  # anything at all: the call connects itself
-        return False
+        return None
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -97,9 +111,15 @@ def connect_ahead(
         except Exception:  # anything at all: the call connects itself
             with contextlib.suppress(Exception):
                 backend.close()
-            return False
-    _AHEAD[key] = (backend, os.getpid(), time.monotonic())
-    return True
+            return None
+    return backend
+
+
+def hold(url: str, environ: Mapping[str, str], backend: PostgresBackend, made: float) -> None:
+    """Hold ``backend`` (made at monotonic time ``made``) for this process's call to take as
+    one made ahead: a daemon's child holds so the server session its daemon lent it
+    (``ledger.pg_lent``)."""
+    _AHEAD[(url, libpq_environment(environ))] = (backend, os.getpid(), made)
 
 
 def take(url: str, environ: Mapping[str, str], *, check: bool = True) -> PostgresBackend | None:
