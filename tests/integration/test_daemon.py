@@ -690,6 +690,43 @@ def test_the_daemon_lends_one_server_session_to_its_postgresql_calls(pg_url: str
     _wait(lambda: not _pg_connections(pg_url, app), "the daemon's session ended with it")
 
 
+def test_a_daemon_killed_while_a_call_holds_its_server_session_leaks_nothing(
+    pg_url: str,
+) -> None:
+    """kill -9 of the daemon while the call it lent a server session waits on a row lock:
+    the call still ends and reports its outcome, its write is committed once, and no
+    server session of the daemon's outlives the processes (ledger.pg_lent)."""
+    from onstation.ledger import Ledger
+
+    app = f"osd-{os.getpid()}-{time.monotonic_ns()}"
+    d = Daemon(env={**os.environ, "ONSTATION_DB": pg_url, "PGAPPNAME": app}).start()
+    holder = Ledger.open(pg_url)
+    try:
+        for args in (["node", "register", "alpha"], ["lease", "acquire", "alpha", "--holder", "t"],
+                     ["node", "show", "alpha"]):  # fmt: skip
+            assert d.cli(*args).returncode == 0
+        assert d.status()["lent"] == 1  # the third call's spare was forked holding it
+        conn = holder.backend._conn  # type: ignore[attr-defined]
+        conn.execute("BEGIN")
+        conn.execute("SELECT 1 FROM agent_node WHERE name = 'alpha' FOR UPDATE")
+        client = subprocess.Popen([ONSTATION, "note", "alpha", "--note", "held back",
+                                   "--generation", "1"], env=d.env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)  # fmt: skip
+        _wait(lambda: any(s == "active" for _p, s in _pg_connections(pg_url, app)),
+              "the lent session waiting on the row lock")  # fmt: skip
+        os.kill(d.status()["pid"], signal.SIGKILL)
+        time.sleep(0.2)
+        conn.execute("ROLLBACK")
+        _out, err = client.communicate(timeout=60)
+        assert client.returncode == 0, err  # the child itself reported
+        written = conn.execute("SELECT count(*) FROM note WHERE text = 'held back'").fetchone()
+        assert written == (1,)
+        _wait(lambda: not _pg_connections(pg_url, app), "every session of the daemon's ended")
+    finally:
+        holder.close()
+        d.stop()
+
+
 def test_a_ledger_the_calls_name_themselves_is_learnt_from_their_report(pg_url: str) -> None:
     """A PostgreSQL ledger named by the command (``--db``; a workspace's configuration does
     the same), not by the environment: the daemon learns it from the child's report, loads
