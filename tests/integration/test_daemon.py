@@ -662,16 +662,19 @@ def test_the_daemon_lends_one_server_session_to_its_postgresql_calls(pg_url: str
     try:
         assert d.cli("node", "register", "alpha").returncode == 0
         assert d.served() == 1 and d.status()["lent"] == 0
-        # The second call is its spare's (forked before the daemon held a session): it
-        # takes the connection that spare made ahead; the spares after it hold the session.
-        assert d.cli("node", "show", "alpha").returncode == 0
+        # The next call or two are their spares' (forked before the daemon held a session,
+        # made at its first quiet moment): each takes the connection its spare made ahead;
+        # the spares forked after it hold the session.
+        _wait(lambda: d.cli("node", "show", "alpha").returncode == 0 and d.status()["lent"],
+              "a call lent the session")  # fmt: skip
         _wait(lambda: [s for _p, s in _pg_connections(pg_url, app)] == ["idle"],
               "the one session the daemon holds")  # fmt: skip
         [(held, _state)] = _pg_connections(pg_url, app)
+        lent = d.status()["lent"]
         for n in range(3):
             shown = d.cli("node", "show", "alpha")
             assert shown.returncode == 0 and "alpha" in shown.stdout
-            assert d.status()["lent"] == n + 1
+            assert d.status()["lent"] == lent + n + 1
             assert _pg_connections(pg_url, app) == [(held, "idle")]  # the same server process
         with psycopg.connect(pg_url.split("?", maxsplit=1)[0], autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (held,))
@@ -702,10 +705,12 @@ def test_a_daemon_killed_while_a_call_holds_its_server_session_leaks_nothing(
     d = Daemon(env={**os.environ, "ONSTATION_DB": pg_url, "PGAPPNAME": app}).start()
     holder = Ledger.open(pg_url)
     try:
-        for args in (["node", "register", "alpha"], ["lease", "acquire", "alpha", "--holder", "t"],
-                     ["node", "show", "alpha"]):  # fmt: skip
+        for args in (["node", "register", "alpha"], ["lease", "acquire", "alpha", "--holder", "t"]):
             assert d.cli(*args).returncode == 0
-        assert d.status()["lent"] == 1  # the third call's spare was forked holding it
+        _wait(lambda: len(_pg_connections(pg_url, app)) == 1, "the session the daemon holds")
+        # The spare forked at the next hand-over holds it: from then on every call is lent it.
+        _wait(lambda: d.cli("node", "show", "alpha").returncode == 0 and d.status()["lent"],
+              "a call lent the session")  # fmt: skip
         conn = holder.backend._conn  # type: ignore[attr-defined]
         conn.execute("BEGIN")
         conn.execute("SELECT 1 FROM agent_node WHERE name = 'alpha' FOR UPDATE")

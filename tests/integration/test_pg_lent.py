@@ -44,6 +44,19 @@ def sessions() -> Iterator[LentSessions]:
     held.close()
 
 
+@pytest.fixture
+def now() -> list[float]:
+    """The clock of :func:`clocked`'s sessions (monotonic seconds), moved by the test."""
+    return [1000.0]
+
+
+@pytest.fixture
+def clocked(now: list[float]) -> Iterator[LentSessions]:
+    held = LentSessions(clock=lambda: now[0])
+    yield held
+    held.close()
+
+
 def _backends(url: str, app: str) -> list[tuple[int, str]]:
     with psycopg.connect(url.split("?", maxsplit=1)[0], autocommit=True) as admin:
         rows = admin.execute(
@@ -285,30 +298,24 @@ def test_a_childs_close_leaves_the_session_to_the_daemon(
 
 
 def test_an_old_session_is_not_lent_but_made_anew(
-    pg_url: str, env: dict[str, str], app: str
+    pg_url: str, env: dict[str, str], app: str, now: list[float], clocked: LentSessions
 ) -> None:
-    now = [1000.0]
-    sessions = LentSessions(clock=lambda: now[0])
-    try:
-        sessions.want(pg_url, env)
-        sessions.make_wanted()
-        now[0] += pg_ahead.MAX_AGE + 1
-        assert sessions.lend(pg_url, env, 1, sessions.slots()) is None
-        assert not sessions.has(pg_url, env) and sessions.wanted()
-        _wait(lambda: not _backends(pg_url, app), "the old session's end")
-        sessions.make_wanted()
-        assert sessions.lend(pg_url, env, 2, sessions.slots()) is not None
-    finally:
-        sessions.close()
+    clocked.want(pg_url, env)
+    clocked.make_wanted()
+    now[0] += pg_ahead.MAX_AGE + 1
+    assert clocked.lend(pg_url, env, 1, clocked.slots()) is None
+    assert not clocked.has(pg_url, env) and clocked.wanted()
+    _wait(lambda: not _backends(pg_url, app), "the old session's end")
+    clocked.make_wanted()
+    assert clocked.lend(pg_url, env, 2, clocked.slots()) is not None
 
 
 def test_an_encrypted_connection_is_never_held(
-    pg_url: str, env: dict[str, str], app: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+    pg_url: str, env: dict[str, str], app: str, monkeypatch: pytest.MonkeyPatch,
+    now: list[float], clocked: LentSessions,
+) -> None:  # fmt: skip
     """TLS (or GSSAPI) state lives in the process using it: such a connection is closed and
     its ledger not tried again (its calls' spares connect ahead as before)."""
-    now = [1000.0]
-    sessions = LentSessions(clock=lambda: now[0])
     seen: list[bool] = []
     real = pg_lent._encrypted
 
@@ -317,18 +324,15 @@ def test_an_encrypted_connection_is_never_held(
         return True
 
     monkeypatch.setattr(pg_lent, "_encrypted", encrypted)
-    try:
-        sessions.want(pg_url, env)
-        sessions.make_wanted()
-        assert seen == [False]
-        assert not sessions.has(pg_url, env) and not sessions.wanted()
-        _wait(lambda: not _backends(pg_url, app), "the encrypted connection's end")
-        for _ in range(2):
-            sessions.want(pg_url, env)
-            assert not sessions.wanted()  # not again, however long after
-            now[0] += 100 * pg_lent.RETRY_AFTER
-    finally:
-        sessions.close()
+    clocked.want(pg_url, env)
+    clocked.make_wanted()
+    assert seen == [False]
+    assert not clocked.has(pg_url, env) and not clocked.wanted()
+    _wait(lambda: not _backends(pg_url, app), "the encrypted connection's end")
+    for _ in range(2):
+        clocked.want(pg_url, env)
+        assert not clocked.wanted()  # not again, however long after
+        now[0] += 100 * pg_lent.RETRY_AFTER
 
 
 def test_what_counts_as_encrypted() -> None:
@@ -346,16 +350,14 @@ def test_what_counts_as_encrypted() -> None:
 
 
 def test_a_ledger_that_cannot_be_reached_is_not_tried_again_at_once(
-    env: dict[str, str],
+    env: dict[str, str], now: list[float], clocked: LentSessions
 ) -> None:
-    now = [1000.0]
-    sessions = LentSessions(clock=lambda: now[0])
     url = "postgresql://nobody@127.0.0.1:1/none"
-    sessions.want(url, env)
-    sessions.make_wanted()
-    assert not sessions.has(url, env)
-    sessions.want(url, env)
-    assert not sessions.wanted()
+    clocked.want(url, env)
+    clocked.make_wanted()
+    assert not clocked.has(url, env)
+    clocked.want(url, env)
+    assert not clocked.wanted()
     now[0] += pg_lent.RETRY_AFTER + 1
-    sessions.want(url, env)
-    assert sessions.wanted()
+    clocked.want(url, env)
+    assert clocked.wanted()

@@ -484,12 +484,13 @@ class Daemon:
             self._refill()
         assert self.spare is not None
         child, channel = self.spare
+        conn.sendall(b"ok %d\n" % child)
         environ = fields[5 + argc :]
-        # The server session to lend: for the ledger this call's environment names, else the
-        # one the calls last used (the child takes it only for its very ledger).
+        # The PostgreSQL ledger this call's environment names, else the one the calls last
+        # used: the server session to lend (the child takes it only for its very ledger),
+        # and the next spare's guess. Worked out while the client answers ``ok``.
         guess = daemon_pages.named_postgres(environ) or self.ahead_pg
         slot = None if guess is None else self.lent.lend(*guess, child, self.spare_slots)
-        conn.sendall(b"ok %d\n" % child)
         # The child gets the connection too: it waits there for the client's go-ahead (a
         # client that gave up before sending it never has its command run) and reports its
         # own exit status the moment it has one (its process teardown, several milliseconds,
@@ -510,7 +511,7 @@ class Daemon:
         # report names what it used): the ledger this call's environment names. Made after
         # the hand-over, off the caller's clock.
         self.ahead = daemon_pages.named_ledger(environ) or self.ahead
-        self.ahead_pg = daemon_pages.named_postgres(environ) or self.ahead_pg
+        self.ahead_pg = guess
         return True
 
     def _control(self, conn: socket.socket, verb: list[bytes]) -> None:
