@@ -6,25 +6,15 @@ compared with a fresh :func:`collect` of the same moment."""
 from __future__ import annotations
 
 import os
-import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+from git_work import sh
 
 from onstation.harness import evidence, git_kept
 from onstation.harness.evidence import EvidenceCache, collect, commits_since
-
-IDENTITY = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.org",
-            "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.org"}  # fmt: skip
-
-
-def sh(cwd: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          env={**env, **IDENTITY})  # fmt: skip
-    return done.stdout.strip()
 
 
 def commit(repo: Path, name: str, text: str) -> str:
@@ -41,20 +31,6 @@ def repo(tmp_path: Path) -> Path:
     sh(path, "init", "-q", "-b", "main")
     commit(path, "a.txt", "one\n")
     return path
-
-
-@pytest.fixture
-def calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
-    """Every process the evidence module starts, by git subcommand."""
-    seen: Counter[str] = Counter()
-    real = evidence.run_captured
-
-    def counting(argv: list[str], **kwargs: Any) -> tuple[int, str, str]:
-        seen[argv[3] if argv[:1] == ["git"] else argv[0]] += 1
-        return real(argv, **kwargs)
-
-    monkeypatch.setattr(evidence, "run_captured", counting)
-    return seen
 
 
 def test_the_capsule_reuses_the_briefs_collection_while_status_proves_it(
@@ -165,8 +141,9 @@ def test_the_cached_log_is_the_log_of_the_evidence_head(repo: Path, calls: Count
 
 
 def test_a_relief_runs_a_handful_of_git_processes(calls: Counter[str]) -> None:
-    """A simulated seed's reliefs each read the workspace once for brief and capsule: at
-    most six git processes per relief that reached its capsule (issue 14: was about 16)."""
+    """A simulated seed's reliefs each read the workspace once for brief and capsule, and
+    the controller's watch of the work tree spares most statuses: fewer git processes than
+    reliefs that reached their capsule (issue 14: was about 16 each)."""
     from onstation.relief.relieve import Relief
     from onstation.sim import simulate
 
@@ -190,9 +167,11 @@ def test_a_relief_runs_a_handful_of_git_processes(calls: Counter[str]) -> None:
         result = simulate(3)
     assert result.ok
     assert sealed["reliefs"] >= 3
-    # Two statuses and the remote; every name (the brief's, the capsule's, the launch's
-    # HEAD) from the controller's kept git cat-file of the workspace, shared by its reliefs.
-    assert calls["status"] == 2 * sealed["reliefs"]  # the brief's, and the capsule's proof
+    # A status where the controller's watch of the tree cannot prove the last one (its first
+    # reading of each workspace, the reading after the relief made the workspace's .bridge,
+    # each after a restart of the controller); every name (the brief's, the capsule's, the
+    # launch's HEAD) from the controller's kept git cat-file of the workspace.
+    assert 1 <= calls["status"] < sealed["reliefs"], calls  # was two a relief
     assert calls["cat-file"] == 0 and calls["rev-parse"] == 0, calls
     # Read at most once by each relief: the controller keeps it while its files are proven
     # unchanged (tests/integration/test_evidence_remote_cache.py).

@@ -8,7 +8,6 @@ compared with a fresh ``git remote -v``."""
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -16,35 +15,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from git_work import sh
 
 from onstation.harness import evidence, git_kept
 from onstation.harness.evidence import EvidenceCache
 from onstation.harness.git_kept import GitBatches, RemoteAnswers
 
-IDENTITY = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.org",
-            "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.org"}  # fmt: skip
 URL = "https://example.org/one.git"
-
-
-def sh(cwd: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          env={**env, **IDENTITY})  # fmt: skip
-    return done.stdout.strip()
 
 
 def settled() -> int:
     """A clock well past every file's last change: all of them count as settled."""
     return time.time_ns() + 60 * 10**9
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    monkeypatch.setenv("HOME", str(path))
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    return path
 
 
 @pytest.fixture

@@ -10,28 +10,11 @@ moved. Elsewhere, or when inotify cannot be had, every call states every file.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
-import struct
 from pathlib import Path
 
-# inotify(7) event bits: content, metadata, and entries created, deleted or moved.
-_IN_MODIFY = 0x002
-_IN_ATTRIB = 0x004
-_IN_CLOSE_WRITE = 0x008
-_IN_MOVED_FROM = 0x040
-_IN_MOVED_TO = 0x080
-_IN_CREATE = 0x100
-_IN_DELETE = 0x200
-_IN_DELETE_SELF = 0x400
-_IN_MOVE_SELF = 0x800
-_IN_Q_OVERFLOW = 0x4000
-_MASK = (_IN_MODIFY | _IN_ATTRIB | _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_TO
-         | _IN_CREATE | _IN_DELETE | _IN_DELETE_SELF | _IN_MOVE_SELF)  # fmt: skip
-_IN_NONBLOCK = os.O_NONBLOCK
-_IN_CLOEXEC = os.O_CLOEXEC
-_EVENT = struct.Struct("iIII")
+from onstation.harness import inotify
+
 _BYTECODE = "__pycache__"
 
 
@@ -63,17 +46,14 @@ class PackageWatch:
 
     @staticmethod
     def _watch(root: Path) -> int | None:
-        name = ctypes.util.find_library("c")
         try:
-            libc = ctypes.CDLL(name, use_errno=True)
-            fd = int(libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC))
-        except (OSError, AttributeError):
-            return None
-        if fd < 0:
+            libc = inotify.libc()
+            fd = inotify.new_instance()
+        except OSError:
             return None
         for directory, dirs, _files in os.walk(root):
             dirs[:] = [d for d in dirs if d != _BYTECODE]
-            if libc.inotify_add_watch(fd, os.fsencode(directory), _MASK) < 0:
+            if libc.inotify_add_watch(fd, os.fsencode(directory), inotify.CHANGES) < 0:
                 os.close(fd)  # a directory not watched: fall back to stating every call
                 return None
         return fd
@@ -87,24 +67,15 @@ class PackageWatch:
     def _moved(self) -> bool:
         """Whether inotify reported anything but bytecode caches since the last look."""
         assert self.fd is not None
-        moved = False
-        while True:
-            try:
-                data = os.read(self.fd, 65536)
-            except BlockingIOError:
-                return moved
-            except OSError:
-                return True
-            offset = 0
-            while offset + _EVENT.size <= len(data):
-                _wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
-                raw = data[offset + _EVENT.size : offset + _EVENT.size + length]
-                offset += _EVENT.size + length
-                name = raw.rstrip(b"\0").decode("utf-8", "surrogateescape")
-                if mask & _IN_Q_OVERFLOW or not (
-                    name == _BYTECODE or name.endswith((".pyc", ".pyo"))
-                ):
-                    moved = True
+        try:
+            events = inotify.drain(self.fd)
+        except OSError:
+            return True
+        return any(
+            event.mask & inotify.IN_Q_OVERFLOW
+            or not (event.name == _BYTECODE or event.name.endswith((".pyc", ".pyo")))
+            for event in events
+        )
 
     def close(self) -> None:
         if self.fd is not None:

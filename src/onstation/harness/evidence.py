@@ -68,6 +68,7 @@ __all__ = [
     "GIT_TIMEOUT",
     "MAX_COMMITS",
     "MAX_SUBJECT",
+    "OWN_DOCUMENTS_PATHSPEC",
     "Commit",
     "CommitLog",
     "DiffEntry",
@@ -232,6 +233,16 @@ def _names(out: str | None) -> tuple[str, ...]:
     return tuple(sorted(n for n in (out or "").splitlines() if n))
 
 
+#: onstation's own documents (briefs, reports, successors' logs and transcripts, under any
+#: ``.bridge`` directory of the repository) are not the work of the body the evidence
+#: describes: ``git status`` and ``git diff`` leave them out (issue 14; the kept status
+#: answers of :mod:`onstation.harness.git_watch` rely on it). The directories are
+#: :data:`onstation.harness.git_watch.OWN_DOCUMENT_DIRS`.
+OWN_DOCUMENTS_PATHSPEC = tuple(
+    f":(top,exclude,glob)**/.bridge/{name}/**"
+    for name in ("turnovers", "reports", "bodies", "transcripts")
+)
+
 #: A full commit id (SHA-1 or SHA-256 object format).
 _FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
@@ -271,7 +282,7 @@ def _status(ws: str) -> _Status | None:
     ``-z`` keeps any path byte-exact; untracked files are listed one by one (``-uall``, as
     ``ls-files --others --exclude-standard`` lists them)."""
     out = git(ws, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all",
-              strip=False)  # fmt: skip
+              "--", *OWN_DOCUMENTS_PATHSPEC, strip=False)  # fmt: skip
     if out is None:
         return None
     branch = head = upstream = None
@@ -339,7 +350,7 @@ def _work_diff(ws: str, against: str) -> tuple[str | None, list[DiffEntry], str 
     print alone; tests/integration/test_evidence.py compares them). None for a part git
     could not give."""
     out = git(ws, "diff", "--no-renames", "--binary", "--raw", "--stat", "-p", against,
-              strip=False)  # fmt: skip
+              "--", *OWN_DOCUMENTS_PATHSPEC, strip=False)  # fmt: skip
     if out is None:
         return None, [], None
     files: list[DiffEntry] = []
@@ -529,7 +540,10 @@ class EvidenceCache:
         if status.clean and since == status.head:
             return ()
         return self._from_worktree(
-            ws, status, ("names", since), lambda: _names(git(ws, "diff", "--name-only", since))
+            ws,
+            status,
+            ("names", since),
+            lambda: _names(git(ws, "diff", "--name-only", since, "--", *OWN_DOCUMENTS_PATHSPEC)),
         )
 
     def _remote(self, ws: str) -> tuple[str | None, str | None]:
@@ -547,8 +561,10 @@ class EvidenceCache:
         ws = str(Path(workspace))
         # One status answers what used to take six calls: whether this is a work tree, the
         # branch, HEAD, the upstream (only when its ref exists: the ahead/behind line), whether
-        # anything changed and which files are untracked.
-        status = _status(ws)
+        # anything changed and which files are untracked. Kept across collections while a
+        # watch of the tree proves it unchanged (onstation.harness.git_watch).
+        statuses = self._batch.statuses if self._batch is not None else None
+        status = _status(ws) if statuses is None else statuses.answer(ws, lambda: _status(ws))
         if status is None:
             return GitEvidence(workspace=ws, repository=False, requested_base=base)
         branch, head, upstream = status.branch, status.head, status.upstream

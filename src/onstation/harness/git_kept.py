@@ -17,6 +17,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from onstation.harness.evidence import (
     _FULL_ID,
@@ -25,6 +26,9 @@ from onstation.harness.evidence import (
     git,
     git_environment,
 )
+
+if TYPE_CHECKING:
+    from onstation.harness.git_watch import StatusAnswers
 
 __all__ = ["GitBatches", "RemoteAnswers"]
 
@@ -460,6 +464,7 @@ class GitBatches:
         *,
         keep_remotes: bool = True,
         remotes: RemoteAnswers | None = None,
+        keep_statuses: bool = True,
     ) -> None:
         self.timeout = timeout
         self._kept: dict[str, _BatchCheck] = {}
@@ -469,6 +474,13 @@ class GitBatches:
         self.remotes: RemoteAnswers | None = (
             (remotes if remotes is not None else RemoteAnswers()) if keep_remotes else None
         )
+        #: ``git status`` answers kept while a watch of the work tree proves them
+        #: (:class:`~onstation.harness.git_watch.StatusAnswers`); None: asked every time.
+        self.statuses: StatusAnswers[Any] | None = None
+        if keep_statuses:
+            from onstation.harness.git_watch import StatusAnswers
+
+            self.statuses = StatusAnswers()
 
     def of(self, ws: str) -> _BatchCheck:
         """The kept process of ``ws`` (started at its first question)."""
@@ -482,3 +494,5 @@ class GitBatches:
         for batch in self._kept.values():
             batch.close()
         self._kept.clear()
+        if self.statuses is not None:
+            self.statuses.close()

@@ -1,0 +1,349 @@
+"""``git status`` answers kept while a watch of the work tree proves nothing changed (issue 14).
+
+A relief reads ``git status`` twice (its brief's evidence, then its capsule's, each the proof
+of its moment), and a controller reads it again at each of its reliefs; in the simulation
+those processes were a fifth of a seed's CPU. :class:`StatusAnswers` keeps a workspace's
+last answer together with a :class:`WorkTreeWatch`: a Linux inotify watch, set up before git
+is asked, over every directory of the work tree and of its git directory. The kernel queues
+an event for every change made through a watched directory as part of the system call that
+makes it (a file written, truncated, created, removed, renamed, chmod'ed or touched; a
+directory added or removed; the index, HEAD, a ref or the configuration replaced), so a
+watch with nothing queued, read after the answer and again at the next use, proves that
+nothing git reads in the tree changed in between; git's configuration outside the
+repository is compared byte for byte at each use, as :class:`RemoteAnswers` compares it.
+
+What the answer leaves out, and so the watch ignores: onstation's own documents (briefs,
+reports, successors' logs and transcripts: :data:`OWN_DOCUMENT_DIRS` under any ``.bridge``
+directory). The evidence excludes them with a pathspec
+(:data:`onstation.harness.evidence.OWN_DOCUMENTS_PATHSPEC`), and the watch never watches
+them, so a relief writing its brief does not make the next reading ask git again.
+
+What a watch cannot see, and what is therefore never kept: anything but a local file
+system (:data:`_WATCHABLE_FS`: a network or FUSE file system changes behind the kernel's
+back); a tree or git directory of an unusual shape (a ``.git`` file, a linked worktree, a
+nested repository or submodule, a mount point inside the tree, a ``core.worktree``,
+``core.excludesFile`` or ``core.attributesFile`` setting, an ``include``); more than
+:data:`MAX_WATCHED` directories; a full event queue. One kind of change is invisible to
+inotify and is not covered: a write through a shared memory mapping (``mmap``), and a
+write to a hard link of a tracked file made through a directory outside the tree. Git's
+own file system monitor (``core.fsmonitor``) rests on the same events and has the same
+reach; editors, shells and git itself write with ``write(2)`` and ``rename(2)``.
+Elsewhere than Linux, every reading asks git.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from onstation.harness import inotify
+from onstation.harness.git_kept import _discover, _read_config, _remote_inputs, _Unproven
+
+__all__ = ["MAX_WATCHED", "OWN_DOCUMENT_DIRS", "StatusAnswers", "WorkTreeWatch"]
+
+_T = TypeVar("_T")
+
+#: onstation's own document directories, each under a ``.bridge`` directory of a workspace.
+OWN_DOCUMENT_DIRS = ("turnovers", "reports", "bodies", "transcripts")
+#: The most directories one watch covers (the work tree's and the git directory's).
+MAX_WATCHED = 2000
+#: Local file systems: every change to them goes through this kernel, which tells the watch.
+_WATCHABLE_FS = frozenset(
+    {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs", "jfs", "reiserfs", "overlay"}
+)
+#: Git directory entries left unwatched: objects never change once written (a new one
+#: shows in a ref, the index or HEAD) and reflogs follow their refs.
+_GITDIR_UNWATCHED = frozenset({"objects", "logs"})
+
+_FS_TYPES: dict[int, str | None] = {}
+
+
+class _IdleInstances:
+    """Idle inotify instances of one process, for its next watch. Closing an instance waits
+    for the kernel's SRCU grace period (measured here: 0.1 ms to 14 ms of sleep, often
+    several), so a watch that ends removes its watches (which does not wait) and leaves its
+    instance here instead."""
+
+    def __init__(self) -> None:
+        self.pid = 0
+        self.fds: list[int] = []
+
+
+_IDLE = _IdleInstances()
+_IDLE_MAX = 4
+
+
+def _fs_type(device: int) -> str | None:
+    """The type of the file system mounted as ``device`` (``/proc/self/mountinfo``), or None."""
+    if device not in _FS_TYPES:
+        wanted = f"{os.major(device)}:{os.minor(device)}"
+        found = None
+        try:
+            with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as lines:
+                for line in lines:
+                    fields, _, rest = line.partition(" - ")
+                    parts = fields.split(" ")
+                    if len(parts) > 2 and parts[2] == wanted and rest:
+                        found = rest.split(" ", 1)[0]
+        except OSError:
+            found = None
+        _FS_TYPES[device] = found
+    return _FS_TYPES[device]
+
+
+class WorkTreeWatch:
+    """An inotify watch over a work tree and its git directory; :meth:`quiet` says whether
+    nothing but onstation's own documents changed there since :meth:`start`."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+        self._wds: list[int] = []
+        #: Watch descriptors of ``.bridge`` directories (their own documents' events pass).
+        self._bridges: set[int] = set()
+        #: The work tree's directories (not the git directory's), by watch descriptor.
+        self._tree: dict[int, str] = {}
+        self.watched = 0
+        self.changed = False
+
+    @classmethod
+    def start(cls, ws: str) -> WorkTreeWatch:
+        """Watch the work tree ``ws`` lies in; :class:`_Unproven` when it cannot be watched."""
+        gitdir, common, _ = _discover(ws, [])
+        top = os.path.dirname(gitdir)
+        if gitdir != common or os.path.basename(gitdir) != ".git" or not stat.S_ISDIR(
+            _lstat(gitdir).st_mode
+        ):  # fmt: skip
+            raise _Unproven(gitdir)  # a .git file, a linked worktree: not followed
+        device = _lstat(top).st_dev
+        if _fs_type(device) not in _WATCHABLE_FS:
+            raise _Unproven(top)
+        try:
+            libc = inotify.libc()
+            watch = cls(_take_instance())
+        except OSError as exc:
+            raise _Unproven("inotify") from exc
+        try:
+            watch._add_tree(libc, top, device, gitdir)
+        except BaseException:
+            watch.close()
+            raise
+        return watch
+
+    def _add_tree(self, libc: Any, top: str, device: int, gitdir: str) -> None:
+        # Each directory is watched before it is listed: whatever appears in it after the
+        # listing is an event, whatever appeared before is in the listing.
+        pending = [top]
+        while pending:
+            directory = pending.pop()
+            in_gitdir = directory == gitdir or directory.startswith(gitdir + "/")
+            bridge = not in_gitdir and os.path.basename(directory) == ".bridge"
+            self._add(libc, directory, bridge, tree=not in_gitdir)
+            try:
+                entries = list(os.scandir(directory))
+            except OSError as exc:
+                raise _Unproven(directory) from exc
+            for entry in entries:
+                name = entry.name
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError as exc:
+                    raise _Unproven(entry.path) from exc
+                if name == ".git" and entry.path != gitdir and not in_gitdir:
+                    raise _Unproven(entry.path)  # a nested repository or a submodule
+                if not stat.S_ISDIR(info.st_mode):
+                    continue  # a symlink to a directory is a file to git
+                if info.st_dev != device:
+                    raise _Unproven(entry.path)  # a mount point inside the tree
+                if directory == gitdir and name in _GITDIR_UNWATCHED:
+                    continue
+                if bridge and name in OWN_DOCUMENT_DIRS:
+                    continue
+                pending.append(entry.path)
+
+    def _add(self, libc: Any, directory: str, bridge: bool, *, tree: bool) -> None:
+        if self.watched >= MAX_WATCHED:
+            raise _Unproven(directory)
+        wd = libc.inotify_add_watch(
+            self._fd,
+            os.fsencode(directory),
+            inotify.CHANGES | inotify.IN_ONLYDIR | inotify.IN_DONT_FOLLOW,
+        )
+        if wd < 0:
+            raise _Unproven(directory)  # gone meanwhile, or no watch left (max_user_watches)
+        self._wds.append(wd)
+        self.watched += 1
+        if bridge:
+            self._bridges.add(wd)
+        if tree:
+            self._tree[wd] = directory
+
+    def quiet(self) -> bool:
+        """Whether nothing git reads changed since :meth:`start` (False once anything did)."""
+        if self._fd is None or self.changed:
+            return False
+        try:
+            events = inotify.drain(self._fd)
+        except OSError:
+            events = [inotify.Event(-1, inotify.IN_Q_OVERFLOW, "")]
+        for event in events:
+            own = (event.wd in self._bridges and event.mask & inotify.IN_ISDIR
+                   and event.name in OWN_DOCUMENT_DIRS)  # fmt: skip
+            # An overflow's wd is -1: never one of onstation's own documents, nor a .bridge.
+            if not own and not self._new_bridge(event):
+                self.changed = True
+                return False
+        return True
+
+    def _new_bridge(self, event: inotify.Event) -> bool:
+        """Whether ``event`` is a ``.bridge`` directory made in the work tree that holds
+        nothing but onstation's own document directories, now watched (a relief's first
+        brief makes one): git reports nothing of it, as of an empty directory."""
+        parent = self._tree.get(event.wd)
+        made = inotify.IN_CREATE | inotify.IN_MOVED_TO
+        if parent is None or event.name != ".bridge" or not event.mask & made or not (
+            event.mask & inotify.IN_ISDIR
+        ):  # fmt: skip
+            return False
+        path = os.path.join(parent, event.name)
+        try:
+            # Watched before it is listed, as every directory is (see _add_tree).
+            self._add(inotify.libc(), path, bridge=True, tree=True)
+            with os.scandir(path) as entries:
+                return all(
+                    entry.name in OWN_DOCUMENT_DIRS and entry.is_dir(follow_symlinks=False)
+                    for entry in entries
+                )
+        except (_Unproven, OSError):
+            return False
+
+    def close(self) -> None:
+        """End the watch (idempotent): its watches are removed and its instance kept idle
+        for the next watch of this process."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        libc = inotify.libc()
+        for wd in self._wds:
+            libc.inotify_rm_watch(fd, wd)  # a watch already gone fails: nothing to remove
+        self._wds.clear()
+        _give_instance(fd)
+
+
+def _take_instance() -> int:
+    """An inotify instance with no watch and nothing queued: an idle one of this process,
+    or a new one; :class:`OSError` when none can be had."""
+    idle = _IDLE.fds
+    if _IDLE.pid != os.getpid():
+        # Inherited across a fork: the parent's instances, never this process's to read.
+        for fd in idle:
+            with contextlib.suppress(OSError):
+                os.close(fd)  # the parent still holds each: this close does not wait
+        idle.clear()
+        _IDLE.pid = os.getpid()
+    if idle:
+        return idle.pop()
+    return inotify.new_instance()
+
+
+def _give_instance(fd: int) -> None:
+    """Keep ``fd`` (its watches removed) idle, its queue drained; close it past the bound."""
+    try:
+        inotify.drain(fd)  # the removals' IN_IGNORED, and anything before them
+    except OSError:
+        pass
+    else:
+        if _IDLE.pid == os.getpid() and len(_IDLE.fds) < _IDLE_MAX:
+            _IDLE.fds.append(fd)
+            return
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
+def _lstat(path: str) -> os.stat_result:
+    try:
+        return os.lstat(path)
+    except OSError as exc:
+        raise _Unproven(path) from exc
+
+
+#: Configuration words that name a further file or move the work tree: never followed.
+_REDIRECTS = (b"excludesfile", b"attributesfile", b"worktree")
+
+
+def _status_inputs(ws: str) -> tuple[object, ...]:
+    """What ``git status`` reads outside the watched directories: everything ``git remote
+    -v`` reads (the executable, the configuration files' bytes, the repository found), and
+    the default global ignore and attributes files' bytes; :class:`_Unproven` when a
+    configuration file names another file or moves the work tree."""
+    inputs = _remote_inputs(ws)
+    pending: list[object] = [inputs.key]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, tuple):
+            pending.extend(item)
+        elif isinstance(item, bytes) and any(word in item.lower() for word in _REDIRECTS):
+            raise _Unproven("configuration")
+    home = os.environ.get("HOME") or ""
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    extra = tuple(_read_config(os.path.join(xdg, "git", name), [])[1]
+                  for name in ("ignore", "attributes"))  # fmt: skip
+    return (inputs.key, extra)
+
+
+@dataclass
+class _Kept(Generic[_T]):
+    watch: WorkTreeWatch
+    inputs: tuple[object, ...]
+    answer: _T
+
+
+class StatusAnswers(Generic[_T]):
+    """A ``git status`` answer per workspace, kept while its :class:`WorkTreeWatch` is quiet
+    and git's configuration reads the same (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, _Kept[_T]] = {}
+        #: Answers given from a watch, and answers asked of git (for tests and benchmarks).
+        self.reused = 0
+        self.asked = 0
+
+    def answer(self, ws: str, ask: Callable[[], _T | None]) -> _T | None:
+        """The kept answer for ``ws`` when still proven, else ``ask()`` (kept when it can be)."""
+        kept = self._kept.pop(ws, None)
+        if kept is not None:
+            try:
+                same = kept.watch.quiet() and _status_inputs(ws) == kept.inputs
+            except (_Unproven, OSError):  # a file of the discovery gone meanwhile
+                same = False
+            if same:
+                self._kept[ws] = kept
+                self.reused += 1
+                return kept.answer
+            kept.watch.close()
+        self.asked += 1
+        try:
+            watch = WorkTreeWatch.start(ws)
+        except (_Unproven, OSError):
+            return ask()
+        try:
+            inputs = _status_inputs(ws)
+        except (_Unproven, OSError):
+            watch.close()
+            return ask()
+        found = ask()
+        if found is None:
+            watch.close()
+            return found
+        # A change while git read stays queued: the next use sees it and asks git again.
+        self._kept[ws] = _Kept(watch, inputs, found)
+        return found
+
+    def close(self) -> None:
+        """End every watch (idempotent); nothing is kept after."""
+        for kept in self._kept.values():
+            kept.watch.close()
+        self._kept.clear()
