@@ -9,8 +9,10 @@ PostgreSQL backend must never go untested in CI.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -223,3 +225,32 @@ def pytest_terminal_summary(terminalreporter: object) -> None:
     for name in sorted(_CAMPAIGNS):
         c = _CAMPAIGNS[name]
         write(f"  {name.ljust(width)}  {c['tried']:>8}  {c['denied']:>8}  {c['lost']:>6}")
+
+
+# -- git evidence (tests/integration/test_evidence*.py, test_git_watch.py) -------------------
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A HOME of the test's own (git's global configuration and ignore file live there)."""
+    path = tmp_path / "home"
+    path.mkdir()
+    monkeypatch.setenv("HOME", str(path))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    return path
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Every process the evidence module starts, by git subcommand."""
+    from onstation.harness import evidence
+
+    seen: Counter[str] = Counter()
+    real = evidence.run_captured
+
+    def counting(argv: list[str], **kwargs: Any) -> tuple[int, str, str]:
+        seen[argv[3] if argv[:1] == ["git"] else argv[0]] += 1
+        return real(argv, **kwargs)
+
+    monkeypatch.setattr(evidence, "run_captured", counting)
+    return seen
