@@ -40,7 +40,7 @@ def repo(tmp_path: Path, home: Path) -> Path:
 
 @pytest.fixture
 def batches() -> Iterator[GitBatches]:
-    kept = GitBatches()
+    kept = GitBatches(keep_statuses=True)
     yield kept
     kept.close()
 
@@ -192,18 +192,24 @@ def shapes() -> dict[str, Callable[[Path, Path], Path]]:
         sh(repo, "config", "core.excludesFile", str(tmp / "ignore"))
         return repo
 
+    def global_excludes_file(repo: Path, tmp: Path) -> Path:
+        (Path(os.environ["HOME"]) / ".gitconfig").write_text(f"[core]\n\texcludesFile = {tmp}/x\n")
+        return repo
+
     def include(repo: Path, tmp: Path) -> Path:
         sh(repo, "config", "include.path", str(tmp / "more"))
         return repo
 
     def too_many(repo: Path, tmp: Path) -> Path:
-        for i in range(git_watch.MAX_WATCHED):
-            (repo / "many" / str(i)).mkdir(parents=True)
+        (repo / "many").mkdir()
+        for i in range(git_watch.MAX_ENTRIES):
+            (repo / "many" / str(i)).write_text("")
         return repo
 
     return {"a nested repository": nested, "a linked worktree": linked,
             "core.excludesFile": excludes_file, "an include": include,
-            "more directories than a watch covers": too_many}  # fmt: skip
+            "a global core.excludesFile": global_excludes_file,
+            "more entries than a watch lists": too_many}  # fmt: skip
 
 
 @pytest.mark.parametrize("shape", sorted(shapes()))
@@ -304,3 +310,78 @@ def test_a_new_bridge_of_documents_only_keeps_the_answer(
     # Watched from there on, as any directory of the tree.
     (repo / ".bridge" / "notes.md").write_text("the user's")
     assert reading(batches, repo, calls)[0] == 1
+
+
+def test_a_tree_no_watch_covers_is_walked_once(
+    repo: Path, batches: GitBatches, calls: Counter[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refused watch is not set up again in the same controller's life: the walk that
+    finds a tree too large costs up to MAX_ENTRIES entries listed."""
+    sh(repo, "init", "-q", "inner")
+    started = Counter[str]()
+    real = WorkTreeWatch.start.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[WorkTreeWatch], ws: str) -> WorkTreeWatch:
+        started["watch"] += 1
+        return real(cls, ws)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(WorkTreeWatch, "start", classmethod(counting))
+    for _ in range(3):
+        assert reading(batches, repo, calls)[0] == 1
+    assert started["watch"] == 1
+
+
+def test_a_single_reliefs_reads_ask_git_each_time(repo: Path, calls: Counter[str]) -> None:
+    """A relief's own kept things keep no status: its one reuse would save about a
+    millisecond on a small tree, and a large tree costs more to watch than to ask."""
+    cache = EvidenceCache(keep_open=True)
+    try:
+        for _ in range(2):
+            assert cache.collect(repo) == collect(repo)
+        assert calls["status"] == 4  # two readings, two fresh collections
+    finally:
+        cache.close()
+    assert GitBatches().statuses is None
+
+
+def test_the_remote_is_kept_with_the_status_and_read_again_with_it(
+    repo: Path, home: Path, calls: Counter[str]
+) -> None:
+    """``git remote -v`` reads the repository's configuration (watched) and the global
+    files (compared by the status's inputs): kept alongside the status, asked again when
+    either changes. (No RemoteAnswers here: every remote read would be a process.)"""
+    batches = GitBatches(keep_remotes=False, keep_statuses=True)
+    try:
+        sh(repo, "remote", "add", "origin", "https://example.org/one.git")
+        assert reading(batches, repo, calls)[1].remote_url == "https://example.org/one.git"
+        before = calls["remote"]
+        assert reading(batches, repo, calls)[0] == 0
+        assert calls["remote"] == before + 1  # the fresh collection's only
+        sh(repo, "remote", "set-url", "origin", "https://example.org/two.git")
+        assert reading(batches, repo, calls)[1].remote_url == "https://example.org/two.git"
+        (home / ".gitconfig").write_text(
+            '[url "https://mirror.example.org/"]\n\tinsteadOf = https://example.org/\n'
+        )
+        asked, got = reading(batches, repo, calls)
+        assert asked == 1 and got.remote_url == "https://mirror.example.org/two.git"
+    finally:
+        batches.close()
+
+
+def test_an_answer_alongside_is_read_again_once_the_watch_saw_a_change(repo: Path) -> None:
+    answers: StatusAnswers[str] = StatusAnswers()
+    computed = Counter[str]()
+
+    def compute() -> str:
+        computed["remote"] += 1
+        return f"remote {computed['remote']}"
+
+    try:
+        answers.answer(str(repo), lambda: "status")
+        assert answers.alongside(str(repo), "remote", compute) == "remote 1"
+        assert answers.alongside(str(repo), "remote", compute) == "remote 1"
+        sh(repo, "remote", "add", "origin", "https://example.org/one.git")
+        assert answers.alongside(str(repo), "remote", compute) == "remote 2"
+        assert answers.alongside(str(repo), "other", compute) == "remote 3"  # none kept
+    finally:
+        answers.close()

@@ -549,8 +549,16 @@ class EvidenceCache:
     def _remote(self, ws: str) -> tuple[str | None, str | None]:
         if ws not in self._remotes:
             kept = self._batch.remotes if self._batch is not None else None
-            self._remotes[ws] = (
-                kept.answer(ws) if kept is not None else _parse_remotes(git(ws, "remote", "-v"))
+            statuses = self._batch.statuses if self._batch is not None else None
+
+            def read() -> tuple[str | None, str | None]:
+                return kept.answer(ws) if kept is not None else _parse_remotes(
+                    git(ws, "remote", "-v"))  # fmt: skip
+
+            # Kept with the status while its watch proves the repository's files unchanged.
+            self._remotes[ws] = cast(
+                tuple[str | None, str | None],
+                read() if statuses is None else statuses.alongside(ws, "remote", read),
             )
         return self._remotes[ws]
 

@@ -464,7 +464,7 @@ class GitBatches:
         *,
         keep_remotes: bool = True,
         remotes: RemoteAnswers | None = None,
-        keep_statuses: bool = True,
+        keep_statuses: bool = False,
     ) -> None:
         self.timeout = timeout
         self._kept: dict[str, _BatchCheck] = {}
@@ -475,7 +475,10 @@ class GitBatches:
             (remotes if remotes is not None else RemoteAnswers()) if keep_remotes else None
         )
         #: ``git status`` answers kept while a watch of the work tree proves them
-        #: (:class:`~onstation.harness.git_watch.StatusAnswers`); None: asked every time.
+        #: (:class:`~onstation.harness.git_watch.StatusAnswers`), for a controller that
+        #: keeps these across its reliefs (the simulator's); None: asked every time, as a
+        #: single relief asks (its one reuse would save about a millisecond on a small tree,
+        #: and the watch of a large one costs more than the status it spares).
         self.statuses: StatusAnswers[Any] | None = None
         if keep_statuses:
             from onstation.harness.git_watch import StatusAnswers

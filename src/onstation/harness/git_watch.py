@@ -2,9 +2,13 @@
 
 A relief reads ``git status`` twice (its brief's evidence, then its capsule's, each the proof
 of its moment), and a controller reads it again at each of its reliefs; in the simulation
-those processes were a fifth of a seed's CPU. :class:`StatusAnswers` keeps a workspace's
-last answer together with a :class:`WorkTreeWatch`: a Linux inotify watch, set up before git
-is asked, over every directory of the work tree and of its git directory. The kernel queues
+those processes were a fifth of a seed's CPU. For a controller that keeps its git things
+across reliefs (:class:`~onstation.harness.git_kept.GitBatches` with ``keep_statuses``: the
+simulator's), :class:`StatusAnswers` keeps a workspace's last answer, and its ``git remote
+-v`` (:meth:`StatusAnswers.alongside`), together with a :class:`WorkTreeWatch`: a Linux
+inotify watch, set up before git is asked, over every directory of the work tree and of its
+git directory. A single relief asks git each time (one reuse would spare it about a
+millisecond on a small tree; watching a large one costs more than its status). The kernel queues
 an event for every change made through a watched directory as part of the system call that
 makes it (a file written, truncated, created, removed, renamed, chmod'ed or touched; a
 directory added or removed; the index, HEAD, a ref or the configuration replaced), so a
@@ -23,7 +27,9 @@ system (:data:`_WATCHABLE_FS`: a network or FUSE file system changes behind the 
 back); a tree or git directory of an unusual shape (a ``.git`` file, a linked worktree, a
 nested repository or submodule, a mount point inside the tree, a ``core.worktree``,
 ``core.excludesFile`` or ``core.attributesFile`` setting, an ``include``); more than
-:data:`MAX_WATCHED` directories; a full event queue. One kind of change is invisible to
+:data:`MAX_ENTRIES` entries (files and directories, the git directory's with them: the
+walk that sets the watch up is Python's, about 1.5 µs an entry, against git's C, so a large
+tree costs more to watch than a status); a full event queue. One kind of change is invisible to
 inotify and is not covered: a write through a shared memory mapping (``mmap``), and a
 write to a hard link of a tracked file made through a directory outside the tree. Git's
 own file system monitor (``core.fsmonitor``) rests on the same events and has the same
@@ -37,20 +43,28 @@ import contextlib
 import os
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from onstation.harness import inotify
-from onstation.harness.git_kept import _discover, _read_config, _remote_inputs, _Unproven
+from onstation.harness.git_kept import (
+    _discover,
+    _git_executable,
+    _read_config,
+    _system_config,
+    _Unproven,
+)
 
-__all__ = ["MAX_WATCHED", "OWN_DOCUMENT_DIRS", "StatusAnswers", "WorkTreeWatch"]
+__all__ = ["MAX_ENTRIES", "OWN_DOCUMENT_DIRS", "StatusAnswers", "WorkTreeWatch"]
 
 _T = TypeVar("_T")
 
 #: onstation's own document directories, each under a ``.bridge`` directory of a workspace.
 OWN_DOCUMENT_DIRS = ("turnovers", "reports", "bodies", "transcripts")
-#: The most directories one watch covers (the work tree's and the git directory's).
-MAX_WATCHED = 2000
+#: The most entries (files and directories, the work tree's and the git directory's) a watch
+#: lists as it is set up: past it, git is asked (measured on an 8,700-entry tree: 12 ms to
+#: set a watch up, against 3 ms for its ``git status``).
+MAX_ENTRIES = 2000
 #: Local file systems: every change to them goes through this kernel, which tells the watch.
 _WATCHABLE_FS = frozenset(
     {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs", "jfs", "reiserfs", "overlay"}
@@ -107,6 +121,7 @@ class WorkTreeWatch:
         #: The work tree's directories (not the git directory's), by watch descriptor.
         self._tree: dict[int, str] = {}
         self.watched = 0
+        self.listed = 0
         self.changed = False
 
     @classmethod
@@ -128,6 +143,11 @@ class WorkTreeWatch:
             raise _Unproven("inotify") from exc
         try:
             watch._add_tree(libc, top, device, gitdir)
+            # The repository's own configuration, read once it is watched (a later change is
+            # an event): one that names another file or moves the work tree is not followed.
+            for name in ("config", "config.worktree"):
+                if _redirects(_read_config(os.path.join(gitdir, name), [])[1]):
+                    raise _Unproven(name)
         except BaseException:
             watch.close()
             raise
@@ -146,16 +166,21 @@ class WorkTreeWatch:
                 entries = list(os.scandir(directory))
             except OSError as exc:
                 raise _Unproven(directory) from exc
+            self.listed += len(entries)
+            if self.listed > MAX_ENTRIES:
+                raise _Unproven(directory)
             for entry in entries:
                 name = entry.name
+                if name == ".git" and entry.path != gitdir and not in_gitdir:
+                    raise _Unproven(entry.path)  # a nested repository or a submodule
                 try:
+                    # The directory entry's own type: no stat for a file. A symlink to a
+                    # directory is a file to git.
+                    if not entry.is_dir(follow_symlinks=False):
+                        continue
                     info = entry.stat(follow_symlinks=False)
                 except OSError as exc:
                     raise _Unproven(entry.path) from exc
-                if name == ".git" and entry.path != gitdir and not in_gitdir:
-                    raise _Unproven(entry.path)  # a nested repository or a submodule
-                if not stat.S_ISDIR(info.st_mode):
-                    continue  # a symlink to a directory is a file to git
                 if info.st_dev != device:
                     raise _Unproven(entry.path)  # a mount point inside the tree
                 if directory == gitdir and name in _GITDIR_UNWATCHED:
@@ -165,8 +190,6 @@ class WorkTreeWatch:
                 pending.append(entry.path)
 
     def _add(self, libc: Any, directory: str, bridge: bool, *, tree: bool) -> None:
-        if self.watched >= MAX_WATCHED:
-            raise _Unproven(directory)
         wd = libc.inotify_add_watch(
             self._fd,
             os.fsencode(directory),
@@ -274,24 +297,30 @@ def _lstat(path: str) -> os.stat_result:
 _REDIRECTS = (b"excludesfile", b"attributesfile", b"worktree")
 
 
-def _status_inputs(ws: str) -> tuple[object, ...]:
-    """What ``git status`` reads outside the watched directories: everything ``git remote
-    -v`` reads (the executable, the configuration files' bytes, the repository found), and
-    the default global ignore and attributes files' bytes; :class:`_Unproven` when a
-    configuration file names another file or moves the work tree."""
-    inputs = _remote_inputs(ws)
-    pending: list[object] = [inputs.key]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, tuple):
-            pending.extend(item)
-        elif isinstance(item, bytes) and any(word in item.lower() for word in _REDIRECTS):
-            raise _Unproven("configuration")
-    home = os.environ.get("HOME") or ""
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    extra = tuple(_read_config(os.path.join(xdg, "git", name), [])[1]
-                  for name in ("ignore", "attributes"))  # fmt: skip
-    return (inputs.key, extra)
+def _redirects(data: bytes | None) -> bool:
+    return data is not None and any(word in data.lower() for word in _REDIRECTS)
+
+
+def _status_inputs() -> tuple[object, ...]:
+    """What ``git status`` reads outside the watched directories (git's sequence, as
+    :class:`~onstation.harness.git_kept.RemoteAnswers` reads it): the executable, the
+    environment its configuration is found by, the system and global configuration files'
+    bytes, and the default global ignore and attributes files' bytes; :class:`_Unproven`
+    when one names another file or moves the work tree (or holds an include)."""
+    env = os.environ  # as git_environment() passes them: none of these starts with GIT_
+    executable, binary = _git_executable()
+    system = _system_config(executable, binary)
+    home = env.get("HOME")
+    if system is None or not home:
+        raise _Unproven("configuration")
+    xdg_home = env.get("XDG_CONFIG_HOME")
+    xdg = os.path.join(xdg_home if xdg_home else os.path.join(home, ".config"), "git")
+    paths = (system, os.path.join(xdg, "config"), os.path.join(home, ".gitconfig"),
+             os.path.join(xdg, "ignore"), os.path.join(xdg, "attributes"))  # fmt: skip
+    files = tuple(_read_config(path, [])[1] for path in paths)
+    if any(_redirects(data) for data in files):
+        raise _Unproven("configuration")
+    return (executable, binary, home, xdg_home, os.geteuid(), env.get("SUDO_UID"), files)
 
 
 @dataclass
@@ -299,6 +328,8 @@ class _Kept(Generic[_T]):
     watch: WorkTreeWatch
     inputs: tuple[object, ...]
     answer: _T
+    #: Other answers git gives from the same files (see :meth:`StatusAnswers.alongside`).
+    alongside: dict[str, object] = field(default_factory=dict)
 
 
 class StatusAnswers(Generic[_T]):
@@ -307,6 +338,9 @@ class StatusAnswers(Generic[_T]):
 
     def __init__(self) -> None:
         self._kept: dict[str, _Kept[_T]] = {}
+        #: Workspaces no watch could be set up for (too large, an unusual shape, no
+        #: inotify): not walked again in this object's life; git is asked each time.
+        self._unwatchable: set[str] = set()
         #: Answers given from a watch, and answers asked of git (for tests and benchmarks).
         self.reused = 0
         self.asked = 0
@@ -316,7 +350,7 @@ class StatusAnswers(Generic[_T]):
         kept = self._kept.pop(ws, None)
         if kept is not None:
             try:
-                same = kept.watch.quiet() and _status_inputs(ws) == kept.inputs
+                same = kept.watch.quiet() and _status_inputs() == kept.inputs
             except (_Unproven, OSError):  # a file of the discovery gone meanwhile
                 same = False
             if same:
@@ -325,12 +359,15 @@ class StatusAnswers(Generic[_T]):
                 return kept.answer
             kept.watch.close()
         self.asked += 1
+        if ws in self._unwatchable:
+            return ask()
         try:
             watch = WorkTreeWatch.start(ws)
         except (_Unproven, OSError):
+            self._unwatchable.add(ws)
             return ask()
         try:
-            inputs = _status_inputs(ws)
+            inputs = _status_inputs()
         except (_Unproven, OSError):
             watch.close()
             return ask()
@@ -342,8 +379,22 @@ class StatusAnswers(Generic[_T]):
         self._kept[ws] = _Kept(watch, inputs, found)
         return found
 
+    def alongside(self, ws: str, name: str, compute: Callable[[], object]) -> object:
+        """Another answer git gives from nothing but the watched directories and the inputs
+        :meth:`answer` compares (``git remote -v``: the repository's configuration and its
+        legacy ``remotes/`` and ``branches/`` files, the global ones), kept with ``ws``'s
+        status answer while its watch stays quiet: ``compute()`` otherwise. For use right
+        after :meth:`answer` proved that status, as one collection does."""
+        kept = self._kept.get(ws)
+        if kept is None or not kept.watch.quiet():
+            return compute()
+        if name not in kept.alongside:
+            kept.alongside[name] = compute()
+        return kept.alongside[name]
+
     def close(self) -> None:
         """End every watch (idempotent); nothing is kept after."""
         for kept in self._kept.values():
             kept.watch.close()
         self._kept.clear()
+        self._unwatchable.clear()

@@ -199,9 +199,10 @@ class _Run:
         self.checks = Invariants(self.policy)
         self.next_try: dict[str, float] = {}
         self.abandoned: set[str] = set()  # identities with a relief left open by a crash
-        # The controller's kept git cat-file per workspace, shared by its reliefs (each
-        # started a process of its own: issue 14); gone with the controller's process.
-        self.git = GitBatches(remotes=_remote_answers())
+        # The controller's kept git cat-file per workspace and its git status answers kept
+        # under a watch of the tree, shared by its reliefs (each started processes of its
+        # own: issue 14); gone with the controller's process.
+        self.git = GitBatches(remotes=_remote_answers(), keep_statuses=True)
         w = self.world
         self.ledger = self._open()
         w.body_ledger = self._open()
