@@ -336,9 +336,22 @@ class _RemoteInputs:
     stats: tuple[tuple[int, ...], ...]
 
 
-def _remote_inputs(ws: str) -> _RemoteInputs:
-    """What ``git remote -v`` in ``ws`` reads (see :class:`RemoteAnswers`), or
-    :class:`_Unproven`."""
+@dataclass(frozen=True)
+class _GlobalConfiguration:
+    """Where git finds its configuration outside any repository, and what decides it."""
+
+    #: The executable, ``HOME``, ``XDG_CONFIG_HOME``, the effective uid and ``SUDO_UID``.
+    identity: tuple[object, ...]
+    #: The system file, ``$XDG_CONFIG_HOME/git/config`` (or ``~/.config/git/config``) and
+    #: ``~/.gitconfig``, in git's order.
+    files: tuple[str, str, str]
+    #: ``$XDG_CONFIG_HOME/git`` (or ``~/.config/git``): the default ignore and attributes
+    #: files lie there.
+    xdg_git: str
+
+
+def _global_configuration() -> _GlobalConfiguration:
+    """As git finds it (git's ``config.c`` do_git_config_sequence), or :class:`_Unproven`."""
     env = os.environ  # as git_environment() passes them: none of these starts with GIT_
     executable, binary = _git_executable()
     system = _system_config(executable, binary)
@@ -346,18 +359,29 @@ def _remote_inputs(ws: str) -> _RemoteInputs:
     if system is None or not home:
         raise _Unproven("configuration")
     xdg_home = env.get("XDG_CONFIG_HOME")
-    xdg = os.path.join(xdg_home if xdg_home else os.path.join(home, ".config"), "git", "config")
+    xdg_git = os.path.join(xdg_home if xdg_home else os.path.join(home, ".config"), "git")
+    return _GlobalConfiguration(
+        (executable, binary, home, xdg_home, os.geteuid(), env.get("SUDO_UID")),
+        (system, os.path.join(xdg_git, "config"), os.path.join(home, ".gitconfig")),
+        xdg_git,
+    )
+
+
+def _remote_inputs(ws: str) -> _RemoteInputs:
+    """What ``git remote -v`` in ``ws`` reads (see :class:`RemoteAnswers`), or
+    :class:`_Unproven`."""
+    found_config = _global_configuration()
     stats: list[tuple[int, ...]] = []
     gitdir, common, found = _discover(ws, stats)
-    files = [_read_config(p, stats) for p in (system, xdg, os.path.join(home, ".gitconfig"),
+    files = [_read_config(p, stats) for p in (*found_config.files,
                                               os.path.join(common, "config"),
                                               os.path.join(gitdir, "config.worktree"))]  # fmt: skip
     legacy = [_read_legacy(os.path.join(d, kind), stats) for d in dict.fromkeys((common, gitdir))
               for kind in ("remotes", "branches")]  # fmt: skip
     # Each file by its place in the sequence and its bytes, not its path: the repository's
     # own files lie where the repository does, and ``found`` says what of that place counts.
-    key = (executable, binary, home, xdg_home, os.geteuid(), env.get("SUDO_UID"), found,
-           tuple(data for _, data in files), tuple(entries for _, entries in legacy))  # fmt: skip
+    key = (*found_config.identity, found, tuple(data for _, data in files),
+           tuple(entries for _, entries in legacy))  # fmt: skip
     return _RemoteInputs(key, tuple(stats))
 
 

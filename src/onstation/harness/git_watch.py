@@ -49,9 +49,8 @@ from typing import Any, Generic, TypeVar
 from onstation.harness import inotify
 from onstation.harness.git_kept import (
     _discover,
-    _git_executable,
+    _global_configuration,
     _read_config,
-    _system_config,
     _Unproven,
 )
 
@@ -307,20 +306,12 @@ def _status_inputs() -> tuple[object, ...]:
     environment its configuration is found by, the system and global configuration files'
     bytes, and the default global ignore and attributes files' bytes; :class:`_Unproven`
     when one names another file or moves the work tree (or holds an include)."""
-    env = os.environ  # as git_environment() passes them: none of these starts with GIT_
-    executable, binary = _git_executable()
-    system = _system_config(executable, binary)
-    home = env.get("HOME")
-    if system is None or not home:
-        raise _Unproven("configuration")
-    xdg_home = env.get("XDG_CONFIG_HOME")
-    xdg = os.path.join(xdg_home if xdg_home else os.path.join(home, ".config"), "git")
-    paths = (system, os.path.join(xdg, "config"), os.path.join(home, ".gitconfig"),
-             os.path.join(xdg, "ignore"), os.path.join(xdg, "attributes"))  # fmt: skip
+    found = _global_configuration()
+    paths = (*found.files, *(os.path.join(found.xdg_git, n) for n in ("ignore", "attributes")))
     files = tuple(_read_config(path, [])[1] for path in paths)
     if any(_redirects(data) for data in files):
         raise _Unproven("configuration")
-    return (executable, binary, home, xdg_home, os.geteuid(), env.get("SUDO_UID"), files)
+    return (found.identity, files)
 
 
 @dataclass
