@@ -302,3 +302,23 @@ def test_commits_since_reads_git_and_refuses_what_is_no_commit(tmp_path: Path) -
         assert commit_of(repo, bad) is None
         assert commits_since(repo, bad) is None
     assert commit_of(repo, "HEAD") == second
+
+
+def test_a_brief_does_not_list_the_briefs_and_reports_before_it(tmp_path: Path) -> None:
+    """onstation's own documents are not the body's work (issue 14): a second brief in a
+    clean workspace does not call it dirty for the first brief, a report or a successor's
+    log; a file of the user's under .bridge still counts."""
+    from onstation.harness.files import write_inside
+
+    repo, _ = project(tmp_path)
+    ledger = ledger_for(tmp_path, repo)
+    emergency(ledger)
+    assert (repo / ".bridge" / "turnovers").is_dir()
+    write_inside(repo, [".bridge", "reports", f"{NODE}-relief-1.md"], "a report")
+    write_inside(repo, [".bridge", "bodies", f"{NODE}-g2.log"], "a successor's log")
+    _markdown, content = emergency(ledger)
+    assert content["files_modified"] == []
+    assert content["evidence"]["git"]["dirty"] is False
+    write_inside(repo, [".bridge", "plan.md"], "the user's own")
+    _markdown, content = emergency(ledger)
+    assert content["files_modified"] == [".bridge/plan.md"]
