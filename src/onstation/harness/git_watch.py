@@ -12,9 +12,10 @@ millisecond on a small tree; watching a large one costs more than its status). T
 an event for every change made through a watched directory as part of the system call that
 makes it (a file written, truncated, created, removed, renamed, chmod'ed or touched; a
 directory added or removed; the index, HEAD, a ref or the configuration replaced), so a
-watch with nothing queued, read after the answer and again at the next use, proves that
-nothing git reads in the tree changed in between; git's configuration outside the
-repository is compared byte for byte at each use, as :class:`RemoteAnswers` compares it.
+watch with nothing queued at the next use proves that nothing git reads in the tree changed
+since before git was asked; what git reads outside the repository (its executable, the
+system and global configuration, the global ignore and attributes files) is compared byte
+for byte at each use, as :class:`~onstation.harness.git_kept.RemoteAnswers` compares it.
 
 What the answer leaves out, and so the watch ignores: onstation's own documents (briefs,
 reports, successors' logs and transcripts: :data:`OWN_DOCUMENT_DIRS` under any ``.bridge``
@@ -29,7 +30,8 @@ nested repository or submodule, a mount point inside the tree, a ``core.worktree
 ``core.excludesFile`` or ``core.attributesFile`` setting, an ``include``); more than
 :data:`MAX_ENTRIES` entries (files and directories, the git directory's with them: the
 walk that sets the watch up is Python's, about 1.5 µs an entry, against git's C, so a large
-tree costs more to watch than a status); a full event queue. One kind of change is invisible to
+tree costs more to watch than a status; a tree refused is not walked again by the same
+:class:`StatusAnswers`); a full event queue. One kind of change is invisible to
 inotify and is not covered: a write through a shared memory mapping (``mmap``), and a
 write to a hard link of a tracked file made through a directory outside the tree. Git's
 own file system monitor (``core.fsmonitor``) rests on the same events and has the same
@@ -342,7 +344,7 @@ class StatusAnswers(Generic[_T]):
         if kept is not None:
             try:
                 same = kept.watch.quiet() and _status_inputs() == kept.inputs
-            except (_Unproven, OSError):  # a file of the discovery gone meanwhile
+            except (_Unproven, OSError):  # what git reads could not be read: ask git
                 same = False
             if same:
                 self._kept[ws] = kept
