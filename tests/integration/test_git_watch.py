@@ -372,9 +372,9 @@ def test_an_answer_alongside_is_read_again_once_the_watch_saw_a_change(repo: Pat
     answers: StatusAnswers[str] = StatusAnswers()
     computed = Counter[str]()
 
-    def compute() -> str:
+    def compute() -> tuple[str, bool]:
         computed["remote"] += 1
-        return f"remote {computed['remote']}"
+        return f"remote {computed['remote']}", True
 
     try:
         answers.answer(str(repo), lambda: "status")
@@ -385,3 +385,57 @@ def test_an_answer_alongside_is_read_again_once_the_watch_saw_a_change(repo: Pat
         assert answers.alongside(str(repo), "other", compute) == "remote 3"  # none kept
     finally:
         answers.close()
+
+
+def test_an_answer_alongside_not_to_be_kept_is_asked_again(repo: Path) -> None:
+    """The simulator's shared remote answers prove an answer only once the repository's
+    files are old enough: until then each collection asks them again, so that they can."""
+    answers: StatusAnswers[str] = StatusAnswers()
+    computed = Counter[str]()
+
+    def compute() -> tuple[str, bool]:
+        computed["remote"] += 1
+        return f"remote {computed['remote']}", computed["remote"] >= 2
+
+    try:
+        answers.answer(str(repo), lambda: "status")
+        assert answers.alongside(str(repo), "remote", compute) == "remote 1"
+        assert answers.alongside(str(repo), "remote", compute) == "remote 2"  # kept from here
+        assert answers.alongside(str(repo), "remote", compute) == "remote 2"
+    finally:
+        answers.close()
+
+
+def test_shared_remote_answers_still_get_to_prove_theirs(repo: Path, calls: Counter[str]) -> None:
+    """With the simulator's shared RemoteAnswers, a remote they have not proven yet (the
+    repository's files too young) is not kept beside the status: the next collections ask
+    them again, so that once the files are old enough they prove it, and every other
+    seed's first reading is answered without git (a regression measured at 1.9 ``git
+    remote`` a seed)."""
+    import time
+
+    from onstation.harness.git_kept import RemoteAnswers
+
+    now = [time.time_ns()]
+    remotes = RemoteAnswers(clock=lambda: now[0])
+    batches = GitBatches(remotes=remotes, keep_statuses=True)
+    sh(repo, "remote", "add", "origin", "https://example.org/one.git")
+    try:
+        for _ in range(2):
+            before = calls["remote"]
+            EvidenceCache(keep_open=True, batches=batches).collect(repo)
+            assert calls["remote"] == before + 1  # not proven: git asked each time
+        now[0] += 60 * 10**9  # the files are old enough now
+        EvidenceCache(keep_open=True, batches=batches).collect(repo)
+        before = calls["remote"]
+        for _ in range(2):
+            EvidenceCache(keep_open=True, batches=batches).collect(repo)
+        assert calls["remote"] == before  # kept beside the status, and proven for others
+        other = GitBatches(remotes=remotes, keep_statuses=True)
+        try:
+            EvidenceCache(keep_open=True, batches=other).collect(repo)
+            assert calls["remote"] == before
+        finally:
+            other.close()
+    finally:
+        batches.close()

@@ -551,14 +551,16 @@ class EvidenceCache:
             kept = self._batch.remotes if self._batch is not None else None
             statuses = self._batch.statuses if self._batch is not None else None
 
-            def read() -> tuple[str | None, str | None]:
-                return kept.answer(ws) if kept is not None else _parse_remotes(
-                    git(ws, "remote", "-v"))  # fmt: skip
+            def read() -> tuple[tuple[str | None, str | None], bool]:
+                if kept is not None:
+                    return kept.answer_kept(ws)
+                return _parse_remotes(git(ws, "remote", "-v")), True
 
-            # Kept with the status while its watch proves the repository's files unchanged.
+            # Kept with the status while its watch proves the repository's files unchanged;
+            # one the shared remote answers have not proven yet is asked of them again.
             self._remotes[ws] = cast(
                 tuple[str | None, str | None],
-                read() if statuses is None else statuses.alongside(ws, "remote", read),
+                read()[0] if statuses is None else statuses.alongside(ws, "remote", read),
             )
         return self._remotes[ws]
 

@@ -449,26 +449,32 @@ class RemoteAnswers:
     def answer(self, ws: str) -> tuple[str | None, str | None]:
         """(name, fetch URL) of ``ws``'s remote, as :func:`_parse_remotes` reads ``git
         remote -v``: kept, or asked now."""
+        return self.answer_kept(ws)[0]
+
+    def answer_kept(self, ws: str) -> tuple[tuple[str | None, str | None], bool]:
+        """As :meth:`answer`, and whether the answer is one kept here (proven, and so found
+        again by any workspace whose files read the same)."""
         began = self._clock()
         try:
             before = _remote_inputs(ws)
         except _Unproven:
-            return _parse_remotes(git(ws, "remote", "-v"))
+            return _parse_remotes(git(ws, "remote", "-v")), False
         kept = self._kept.get(before.key)
         if kept is not None:
-            return kept
+            return kept, True
         out = git(ws, "remote", "-v")
         found = _parse_remotes(out)
         if out is not None and _settled(before.stats, began):
             try:
                 after = _remote_inputs(ws)
             except _Unproven:
-                return found
+                return found, False
             if after == before:
                 while len(self._kept) >= _REMOTES_KEPT:
                     del self._kept[next(iter(self._kept))]  # the oldest: inputs long changed
                 self._kept[before.key] = found
-        return found
+                return found, True
+        return found, False
 
 
 #: The most ``git remote -v`` answers a :class:`RemoteAnswers` keeps (one per set of inputs:

@@ -372,17 +372,23 @@ class StatusAnswers(Generic[_T]):
         self._kept[ws] = _Kept(watch, inputs, found)
         return found
 
-    def alongside(self, ws: str, name: str, compute: Callable[[], object]) -> object:
+    def alongside(self, ws: str, name: str, compute: Callable[[], tuple[object, bool]]) -> object:
         """Another answer git gives from nothing but the watched directories and the inputs
         :meth:`answer` compares (``git remote -v``: the repository's configuration and its
         legacy ``remotes/`` and ``branches/`` files, the global ones), kept with ``ws``'s
-        status answer while its watch stays quiet: ``compute()`` otherwise. For use right
-        after :meth:`answer` proved that status, as one collection does."""
+        status answer while its watch stays quiet. ``compute()`` gives the answer and
+        whether to keep it (the simulator's remote answers are shared by every seed of a
+        process once proven: one not yet proven is asked of them again, so that they can
+        prove it). For use right after :meth:`answer` proved that status, as one collection
+        does."""
         kept = self._kept.get(ws)
         if kept is None or not kept.watch.quiet():
-            return compute()
+            return compute()[0]
         if name not in kept.alongside:
-            kept.alongside[name] = compute()
+            value, keep = compute()
+            if not keep:
+                return value
+            kept.alongside[name] = value
         return kept.alongside[name]
 
     def close(self) -> None:
