@@ -188,6 +188,13 @@ def shapes() -> dict[str, Callable[[Path, Path], Path]]:
         sh(repo, "worktree", "add", "-q", str(tmp / "linked"))
         return tmp / "linked"
 
+    def separate_git_dir(repo: Path, tmp: Path) -> Path:
+        # A .git file naming a git directory elsewhere, itself named .git.
+        (tmp / "apart").mkdir()
+        sh(tmp, "init", "-q", "--separate-git-dir", str(tmp / "apart" / ".git"), "separate")
+        (tmp / "separate" / "a.txt").write_text("one\n")
+        return tmp / "separate"
+
     def excludes_file(repo: Path, tmp: Path) -> Path:
         sh(repo, "config", "core.excludesFile", str(tmp / "ignore"))
         return repo
@@ -209,6 +216,7 @@ def shapes() -> dict[str, Callable[[Path, Path], Path]]:
     return {"a nested repository": nested, "a linked worktree": linked,
             "core.excludesFile": excludes_file, "an include": include,
             "a global core.excludesFile": global_excludes_file,
+            "a .git file naming a .git directory elsewhere": separate_git_dir,
             "more entries than a watch lists": too_many}  # fmt: skip
 
 

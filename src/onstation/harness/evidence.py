@@ -69,6 +69,7 @@ __all__ = [
     "MAX_COMMITS",
     "MAX_SUBJECT",
     "OWN_DOCUMENTS_PATHSPEC",
+    "OWN_DOCUMENT_DIRS",
     "Commit",
     "CommitLog",
     "DiffEntry",
@@ -233,14 +234,14 @@ def _names(out: str | None) -> tuple[str, ...]:
     return tuple(sorted(n for n in (out or "").splitlines() if n))
 
 
-#: onstation's own documents (briefs, reports, successors' logs and transcripts, under any
-#: ``.bridge`` directory of the repository) are not the work of the body the evidence
-#: describes: ``git status`` and ``git diff`` leave them out (issue 14; the kept status
-#: answers of :mod:`onstation.harness.git_watch` rely on it). The directories are
-#: :data:`onstation.harness.git_watch.OWN_DOCUMENT_DIRS`.
+#: onstation's own document directories (briefs, reports, successors' logs and transcripts),
+#: each under a ``.bridge`` directory of a workspace.
+OWN_DOCUMENT_DIRS = ("turnovers", "reports", "bodies", "transcripts")
+#: Those documents, under any ``.bridge`` directory of the repository, are not the work of
+#: the body the evidence describes: ``git status`` and ``git diff`` leave them out (issue 14;
+#: the kept status answers of :mod:`onstation.harness.git_watch` rely on it).
 OWN_DOCUMENTS_PATHSPEC = tuple(
-    f":(top,exclude,glob)**/.bridge/{name}/**"
-    for name in ("turnovers", "reports", "bodies", "transcripts")
+    f":(top,exclude,glob)**/.bridge/{name}/**" for name in OWN_DOCUMENT_DIRS
 )
 
 #: A full commit id (SHA-1 or SHA-256 object format).
@@ -558,9 +559,8 @@ class EvidenceCache:
 
             # Kept with the status while its watch proves the repository's files unchanged;
             # one the shared remote answers have not proven yet is asked of them again.
-            self._remotes[ws] = cast(
-                tuple[str | None, str | None],
-                read()[0] if statuses is None else statuses.alongside(ws, "remote", read),
+            self._remotes[ws] = (
+                read()[0] if statuses is None else statuses.alongside(ws, "remote", read)
             )
         return self._remotes[ws]
 

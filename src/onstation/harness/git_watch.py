@@ -46,9 +46,10 @@ import os
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from onstation.harness import inotify
+from onstation.harness.evidence import OWN_DOCUMENT_DIRS
 from onstation.harness.git_kept import (
     _discover,
     _global_configuration,
@@ -59,9 +60,8 @@ from onstation.harness.git_kept import (
 __all__ = ["MAX_ENTRIES", "OWN_DOCUMENT_DIRS", "StatusAnswers", "WorkTreeWatch"]
 
 _T = TypeVar("_T")
+_V = TypeVar("_V")
 
-#: onstation's own document directories, each under a ``.bridge`` directory of a workspace.
-OWN_DOCUMENT_DIRS = ("turnovers", "reports", "bodies", "transcripts")
 #: The most entries (files and directories, the work tree's and the git directory's) a watch
 #: lists as it is set up: past it, git is asked (measured on an 8,700-entry tree: 12 ms to
 #: set a watch up, against 3 ms for its ``git status``).
@@ -121,7 +121,6 @@ class WorkTreeWatch:
         self._bridges: set[int] = set()
         #: The work tree's directories (not the git directory's), by watch descriptor.
         self._tree: dict[int, str] = {}
-        self.watched = 0
         self.listed = 0
         self.changed = False
 
@@ -130,10 +129,14 @@ class WorkTreeWatch:
         """Watch the work tree ``ws`` lies in; :class:`_Unproven` when it cannot be watched."""
         gitdir, common, _ = _discover(ws, [])
         top = os.path.dirname(gitdir)
-        if gitdir != common or os.path.basename(gitdir) != ".git" or not stat.S_ISDIR(
-            _lstat(gitdir).st_mode
+        here = os.path.realpath(ws)
+        # The .git directory of the tree ws lies in: not a .git file naming a git directory
+        # elsewhere (even one named .git), not a linked worktree's.
+        inside = here == top or here.startswith(top.rstrip("/") + "/")
+        if gitdir != common or os.path.basename(gitdir) != ".git" or not inside or not (
+            stat.S_ISDIR(_lstat(gitdir).st_mode)
         ):  # fmt: skip
-            raise _Unproven(gitdir)  # a .git file, a linked worktree: not followed
+            raise _Unproven(gitdir)
         device = _lstat(top).st_dev
         if _fs_type(device) not in _WATCHABLE_FS:
             raise _Unproven(top)
@@ -199,11 +202,15 @@ class WorkTreeWatch:
         if wd < 0:
             raise _Unproven(directory)  # gone meanwhile, or no watch left (max_user_watches)
         self._wds.append(wd)
-        self.watched += 1
         if bridge:
             self._bridges.add(wd)
         if tree:
             self._tree[wd] = directory
+
+    @property
+    def watched(self) -> int:
+        """How many directories are watched."""
+        return len(self._wds)
 
     def quiet(self) -> bool:
         """Whether nothing git reads changed since :meth:`start` (False once anything did)."""
@@ -372,7 +379,7 @@ class StatusAnswers(Generic[_T]):
         self._kept[ws] = _Kept(watch, inputs, found)
         return found
 
-    def alongside(self, ws: str, name: str, compute: Callable[[], tuple[object, bool]]) -> object:
+    def alongside(self, ws: str, name: str, compute: Callable[[], tuple[_V, bool]]) -> _V:
         """Another answer git gives from nothing but the watched directories and the inputs
         :meth:`answer` compares (``git remote -v``: the repository's configuration and its
         legacy ``remotes/`` and ``branches/`` files, the global ones), kept with ``ws``'s
@@ -389,7 +396,7 @@ class StatusAnswers(Generic[_T]):
             if not keep:
                 return value
             kept.alongside[name] = value
-        return kept.alongside[name]
+        return cast(_V, kept.alongside[name])
 
     def close(self) -> None:
         """End every watch (idempotent); nothing is kept after."""
