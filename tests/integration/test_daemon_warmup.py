@@ -9,13 +9,22 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from onstation.cli import daemon_warmup
-from onstation.ledger import Ledger
+from onstation.ledger import Ledger, fastpath
 from onstation.ledger.bodies import HarnessLedger
+
+
+@pytest.fixture(autouse=True)
+def no_notes_left() -> Iterator[None]:
+    """The warm-up notes its statements in the process (ledger.fastpath): not kept for
+    other tests."""
+    yield
+    fastpath._NOTED.clear()
 
 
 def test_the_warm_up_runs_a_whole_session_through_both_paths(
@@ -40,7 +49,11 @@ def test_the_warm_up_runs_a_whole_session_through_both_paths(
     assert base == daemon_warmup._HEAD
     assert "hull.tier" in kinds
     assert [o.tool_use_id for o in outcomes] == ["warm-1", "warm-2"]
-    assert [lease.state.value for lease in leases] == ["RELEASED"]
+    # Then the identity's next session, admitted at the next generation, and released.
+    assert [(lease.generation, lease.state.value) for lease in leases] == [
+        (1, "RELEASED"),
+        (2, "RELEASED"),
+    ]
 
 
 def test_the_warm_up_leaves_nothing_behind(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -572,14 +572,17 @@ class Daemon:
                 os.closerange(low, fd)
                 low = fd + 1
             os.closerange(low, os.sysconf("SC_OPEN_MAX"))
-            # While no call has come: open the last call's ledger (docs/daemon.md), then copy
-            # the pages it dirtied (a chunk at a time: a call that arrives stops it).
+            # While no call has come: open the last call's ledger (docs/daemon.md), compile
+            # the statements a session runs on it, then copy the pages it dirtied (a chunk
+            # at a time: a call that arrives stops either).
             ahead = self.ahead is not None and fastpath.open_ahead(self.ahead)
             if self.ahead_pg is not None and not self.lent.has(*self.ahead_pg):
                 pg_ahead.connect_ahead(*self.ahead_pg, warm=hotpath_pg.warm)
             prefault = daemon_pages.Prefault([] if learn else self.hot)
             poller = select.poll()
             poller.register(keep, select.POLLIN)
+            if ahead and self.ahead is not None:  # the warm-up's statements (ledger.fastpath)
+                fastpath.compile_ahead(self.ahead, lambda: bool(poller.poll(0)))
             while not prefault.done and not poller.poll(0):
                 prefault.step()
             while not poller.poll(AHEAD_CHECK_MS if ahead else -1):

@@ -10,14 +10,16 @@ forked child's full-path SessionStart: 4.9 ms of CPU cold, 4.1 ms after the warm
 (docs/decisions.md, "The daemon runs a session's hooks once before it forks").
 
 What runs: SessionStart, UserPromptSubmit, PreToolUse (a Read and an inert Bash), PostToolUse,
-Stop and SessionEnd of one session, through the same entry as a served call
+Stop and SessionEnd of one session, then the start and end of the identity's next session
+(admitted at the next generation), through the same entry as a served call
 (:func:`onstation.cli.hooks._run`), on an SQLite ledger in a private temporary directory that
 is removed afterwards, in a workspace configured for it there, with a git HEAD written by
 hand (no git runs) and a transcript of one assistant turn. Nothing is written outside that
 directory; what is read beside it is what every hook call reads (``/proc`` for the host
 process's witness, the host's settings for its compaction point). No connection stays open,
 no PostgreSQL server is asked, and a warm-up that fails is given up quietly: the daemon
-serves as before, cold.
+serves as before, cold. What the calls run is noted for each spare to compile ahead
+(:func:`onstation.ledger.fastpath.compile_ahead`).
 """
 
 from __future__ import annotations
@@ -80,8 +82,19 @@ def _session(root: Path) -> None:
         ("Stop", {"stop_hook_active": False}),
         ("SessionEnd", {"reason": "other"}),
     ]
-    for event, fields in calls:
-        _call(event, {**base, "hook_event_name": event, **fields}, db)
+    # Then the next session of the same identity: most session starts are not an
+    # identity's first, and its admission takes the next generation.
+    again = {**base, "session_id": SESSION + "-2"}
+    later = [("SessionStart", {"source": "startup"}), ("SessionEnd", {"reason": "other"})]
+    from onstation.ledger import fastpath
+
+    # What the calls run is noted: each spare compiles it ahead on the ledger it opens
+    # ahead, so that its call finds its statements compiled (fastpath.compile_ahead).
+    with fastpath.noting():
+        for event, fields in calls:
+            _call(event, {**base, "hook_event_name": event, **fields}, db)
+        for event, fields in later:
+            _call(event, {**again, "hook_event_name": event, **fields}, db)
 
 
 def _call(event: str, payload: dict[str, Any], db: str) -> None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from onstation.core.errors import BadInput, OnstationError
+from onstation.ledger import fastpath
 from onstation.ledger.fastpath import WAL_LIMIT_BYTES as WAL_LIMIT_BYTES  # noqa: PLC0414 - re-exported
 from onstation.ledger.fastpath import settle_wal
 from onstation.ledger.urls import default_sqlite_file, parse_url
@@ -275,7 +276,7 @@ class SqliteBackend:
         self._prepare_directory(path)
         created = not path.exists()
         try:
-            self._conn = connection or sqlite3.connect(
+            self._conn = connection or fastpath.connect(
                 str(path), isolation_level=None, timeout=SQLITE_BUSY_TIMEOUT_MS / 1000
             )
         except sqlite3.Error as exc:
@@ -290,7 +291,11 @@ class SqliteBackend:
                     f"ledger {path}: the filesystem does not support WAL mode (got {mode!r})"
                 )
             self._conn.execute("PRAGMA synchronous = FULL")
-            self._conn.execute("PRAGMA foreign_keys = ON")
+            # Set only when off: setting it expires every statement compiled on the
+            # connection, and one handed over by the fast path has it on already, with the
+            # statements a daemon's spare compiled ahead for this call (ledger.fastpath).
+            if not self._conn.execute("PRAGMA foreign_keys").fetchone()[0]:
+                self._conn.execute("PRAGMA foreign_keys = ON")
             # A statement's scratch tables (an INSERT ... SELECT ... RETURNING buffers its
             # rows in one) in memory, not in a temporary file created and deleted each time:
             # that file cost an admission about 100 us of system calls. Nothing durable is

@@ -94,12 +94,117 @@ def settle_wal(conn: Any, path: str, *, patience: float = 0.0) -> None:
 
 def fast_settings(conn: Any) -> bool:
     """Give ``conn`` the fast path's settings (a 30 s busy wait, ``synchronous=NORMAL``:
-    docs/decisions.md says why) and say whether its ledger is in WAL mode; a connection of
-    a ledger that is not is the caller's to close. One place for both the fast path's own
-    connection and one a daemon's spare opens ahead, so the two cannot differ."""
+    docs/decisions.md says why; foreign keys enforced, as the full path enforces them) and
+    say whether its ledger is in WAL mode; a connection of a ledger that is not is the
+    caller's to close. One place for both the fast path's own connection and one a
+    daemon's spare opens ahead, so the two cannot differ.
+
+    Foreign keys are set here, before any statement is compiled, because setting them
+    expires every statement compiled on the connection: the full path, handed this
+    connection, finds them on and leaves them be (``SqliteBackend``), so what was compiled
+    ahead (:func:`compile_ahead`) stays compiled."""
     conn.execute("PRAGMA busy_timeout = 30000")
     conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
     return bool(conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal")
+
+
+def connect(database: str, **options: Any) -> Any:
+    """``sqlite3.connect``: the one way the ledger's SQLite connections are made (the fast
+    path's, the full path's, a spare's ahead), so that the daemon's warm-up can note what
+    they run (:func:`noting`)."""
+    import _sqlite3
+
+    if _NOTING[0]:
+        options["factory"] = _noting_connection()
+    return _sqlite3.connect(database, **options)
+
+
+#: The statements a session's hook calls ran, noted once by the daemon's warm-up
+#: (:func:`noting`): SQL text -> the number of parameters it was given. Inherited by each
+#: spare the daemon forks, which compiles them ahead on the ledger it opened ahead
+#: (:func:`compile_ahead`); empty in every other process.
+_NOTED: dict[str, int] = {}
+_NOTING: list[bool] = [False]
+#: At most this many are noted: the sqlite3 module keeps 128 compiled statements a
+#: connection (least recently used first out), and the call's own must fit beside them.
+MAX_NOTED = 64
+#: What is compiled ahead: statements that do nothing until they run. Never a PRAGMA (a
+#: setting takes effect when it is compiled) nor a transaction's control.
+_COMPILABLE = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH")
+
+
+class noting:
+    """While entered, the connections :func:`connect` makes note each statement they run
+    (for :func:`compile_ahead`); the daemon's warm-up enters it around its made-up session."""
+
+    def __enter__(self) -> None:
+        _NOTING[0] = True
+
+    def __exit__(self, *_: object) -> None:
+        _NOTING[0] = False
+
+
+def noted() -> list[str]:
+    """The statements noted (in the order first run)."""
+    return list(_NOTED)
+
+
+def _noting_connection() -> type:
+    import _sqlite3
+
+    class NotingConnection(_sqlite3.Connection):
+        """A connection that notes each statement it runs, with its number of parameters."""
+
+        def execute(self, sql: str, parameters: Any = (), /) -> Any:
+            if (
+                isinstance(parameters, tuple | list)
+                and len(_NOTED) < MAX_NOTED
+                and sql.lstrip().upper().startswith(_COMPILABLE)
+            ):
+                _NOTED.setdefault(sql, len(parameters))
+            return super().execute(sql, parameters)
+
+    return NotingConnection
+
+
+def compile_ahead(path: str, stop: Any) -> int:
+    """Compile the noted statements on the ledger opened ahead for ``path``, one at a time
+    until ``stop()`` says a call has come; how many were compiled.
+
+    The sqlite3 module compiles a statement and keeps it in the connection's cache before
+    it binds the parameters; given one parameter too many, it refuses to bind, so the
+    statement is compiled and kept without running. The call's own ``execute`` of the same
+    text then finds it compiled (about 30 us a statement saved, some 35 in a session's
+    start). All of it inside a transaction rolled back, so that nothing could be written
+    even if a statement ever ran. A test holds the sqlite3 module to this
+    (tests/integration/test_compile_ahead.py)."""
+    import _sqlite3
+    import contextlib
+
+    held = _AHEAD.get(path)
+    if held is None or not _NOTED:
+        return 0
+    conn = held[0]
+    compiled = 0
+    try:
+        conn.execute("BEGIN")
+        for sql, count in list(_NOTED.items()):
+            if stop():
+                break
+            try:
+                conn.execute(sql, (None,) * (count + 1))
+            except _sqlite3.ProgrammingError:
+                compiled += 1  # the expected refusal to bind: compiled, kept, not run
+            except _sqlite3.Error:
+                pass  # a statement this ledger's schema cannot compile: left to the call
+    except _sqlite3.Error:
+        pass
+    finally:
+        if conn.in_transaction:
+            with contextlib.suppress(_sqlite3.Error):
+                conn.execute("ROLLBACK")
+    return compiled
 
 
 #: The connection a daemon's spare opened ahead of its call (cli/daemon.py): ledger path ->
@@ -130,8 +235,7 @@ def open_ahead(path: str) -> bool:
         return False
     quoted = path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
     try:
-        conn = _sqlite3.connect(f"file:{quoted}?mode=rw", uri=True, isolation_level=None,
-                                timeout=30)  # fmt: skip
+        conn = connect(f"file:{quoted}?mode=rw", uri=True, isolation_level=None, timeout=30)
     except _sqlite3.Error:
         return False
     try:
@@ -358,14 +462,23 @@ INSERT_TOOL_OUTCOME = (
 )
 
 
+#: The workspace lookup's candidates come in multiples of this many (see below).
+CANDIDATES_STEP = 16
+
+
 def workspace_candidates(path: str) -> list[str]:
-    """``path`` (resolved) and each of its ancestors, closest first."""
+    """``path`` (resolved) and each of its ancestors, closest first, the last (the root)
+    repeated up to a multiple of :data:`CANDIDATES_STEP`: ``WORKSPACE_BINDINGS`` then has
+    one text for every directory up to 15 levels deep (another for up to 31), so that a
+    statement compiled once, or ahead (:func:`compile_ahead`), serves calls from any of
+    them. A path named twice in ``IN`` matches as once."""
     real = os.path.realpath(path)
     candidates = [real]
     parent = os.path.dirname(real)
     while parent and parent != candidates[-1]:
         candidates.append(parent)
         parent = os.path.dirname(parent)
+    candidates += candidates[-1:] * (-len(candidates) % CANDIDATES_STEP)
     return candidates
 
 

@@ -369,7 +369,7 @@ def open_wal(path: str) -> Any:
     if conn is not None:
         return conn
     try:
-        conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+        conn = queries.connect(path, isolation_level=None, timeout=30)
     except sqlite3.Error:
         return None
     try:
