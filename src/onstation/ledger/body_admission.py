@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from onstation.core.names import validate_name
-from onstation.ledger.backends import Tx
+from onstation.ledger.backends import Row, Tx
 from onstation.ledger.body_records import (
     CONTINUING_SOURCES,
     INTERACTIVE_HOLDER,
@@ -202,11 +202,10 @@ class BodyAdmission(Correspondence):
                                        generation=live[1], actor=holder, session_id=session_id,
                                        previous_holder=live[2], lease_id=live[0],
                                        evidence=gone)  # fmt: skip
-                    generation = self.ledger._fence_in(
+                    _fence, lease = self.ledger._fence_and_acquire_in(
                         tx, now, node, live[1], holder,
-                        "new session; the previous body's host process is gone",
-                    ).generation  # fmt: skip
-                    lease = self.ledger._acquire_in(tx, now, node, holder, ttl, generation, holder)
+                        "new session; the previous body's host process is gone", holder, ttl,
+                    )  # fmt: skip
                     admitted = self._bind_session_in(
                         tx, now, known, session_id, harness, node, lease.generation, lease.lease_id,
                         "ADMITTED", workspace, record,
@@ -232,11 +231,13 @@ class BodyAdmission(Correspondence):
                 if spent is not None:
                     # The previous body is gone (its lease ended): one generation admits one
                     # body, so the new session gets the next, in this same transaction.
-                    generation = self.ledger._fence_in(
+                    _fence, lease = self.ledger._fence_and_acquire_in(
                         tx, now, node, generation, holder,
-                        "new session; the previous body is gone",
-                    ).generation  # fmt: skip
-                lease = self.ledger._acquire_in(tx, now, node, holder, ttl, generation, holder)
+                        "new session; the previous body is gone", holder, ttl,
+                    )  # fmt: skip
+                else:
+                    lease = self.ledger._acquire_in(tx, now, node, holder, ttl, generation,
+                                                    holder)  # fmt: skip
                 lease_id, generation = lease.lease_id, lease.generation
             else:
                 lease_id, generation = live[0], live[1]
@@ -395,13 +396,19 @@ class BodyAdmission(Correspondence):
         """Record the session, or re-judge ``existing`` (its row as read in this
         transaction: none, or a refused session of ``node``), and return its row."""
         launcher_text = None if launcher is None else json.dumps(launcher, sort_keys=True)
-        # Each statement returns the row it wrote (issue 14: the row was read again after).
+        # A new session's row is the one it wrote, taken as written and not waited for (a
+        # round trip on PostgreSQL; what follows travels with it: issue 14): nothing else
+        # writes the session while the node's lock is held, and a failed insert fails the
+        # transaction at its next read or its commit. A re-judged one returns its row.
+        row: Row | None
         if existing is None:
-            row = tx.one(
+            tx.ask(
                 self._q("session_insert"),
                 (session_id, harness, node, generation, lease_id, state, workspace, now,
                  launcher_text),
             )  # fmt: skip
+            row = (session_id, harness, node, generation, lease_id, state, workspace, now,
+                   None, None, None, None, launcher_text, None, 0)  # fmt: skip
         else:
             row = tx.one(
                 self._q("session_rejudge"),

@@ -18,7 +18,7 @@ from typing import Any
 from onstation.core.errors import BadInput
 from onstation.core.names import validate_free_text, validate_name
 from onstation.core.types import Record
-from onstation.ledger.backends import Row, Tx
+from onstation.ledger.backends import Asked, Row, Tx
 from onstation.ledger.base import _at, _CommitThenRaise, from_us
 from onstation.ledger.ledger import Ledger
 
@@ -87,11 +87,35 @@ class StoredObject(Record):
     at: datetime
 
 
+def _which_messages(generation: int | None, fenced: bool) -> tuple[str, tuple[int, ...]]:
+    """The message queries' suffix and extra parameters for a take (see take_messages)."""
+    if generation is None:
+        return "all", ()
+    if fenced:
+        return "generation", (generation,)
+    return "for_body", (generation,)
+
+
+class MessageLook:
+    """Whether a message waits for a body, asked inside a unit of work (where, on
+    PostgreSQL, its statement travels with the unit's others) and read when the take needs
+    it: :meth:`Correspondence.look_for_messages`."""
+
+    __slots__ = ("_asked", "_inserted", "_key")
+
+    def __init__(self, asked: Asked, key: tuple[Any, ...], inserted: int) -> None:
+        self._asked = asked
+        self._key = key
+        self._inserted = inserted
+
+
 class Correspondence:
     """Messages, notes and documents, over one :class:`Ledger` (same database, same clock)."""
 
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
+        #: Messages this object has written (a look taken before one of them is not used).
+        self._inserted = 0
 
     def _q(self, name: str) -> str:
         """The named query ``name`` in the ledger's dialect (see :mod:`.named_queries`)."""
@@ -151,6 +175,7 @@ class Correspondence:
         self, tx: Tx, now: int, *, sender: str, recipient: str, kind: str, body: str,
         reply_to: int | None, generation: int | None, sender_generation: int | None,
     ) -> Message:  # fmt: skip
+        self._inserted += 1
         row = tx.one(
             self._q("message_insert"),
             (sender, recipient, kind, body, reply_to, now, generation, sender_generation),
@@ -164,29 +189,48 @@ class Correspondence:
         return Message(int(row[0]), sender, recipient, kind, body, reply_to, _at(now), None,
                        generation, sender_generation)  # fmt: skip
 
+    def look_for_messages(
+        self, recipient: str, *, generation: int | None = None, fenced: bool = False
+    ) -> MessageLook:
+        """Ask now whether a message waits for what :meth:`take_messages` with the same
+        arguments would take; the take reads the answer instead of asking again. Inside a
+        unit of work the question travels with the unit's other statements (on PostgreSQL,
+        no round trip of its own: issue 14) and sees the unit's writes. A message sent after
+        the look waits for the next take, as one sent just after a take does; a message this
+        object writes after the look makes the take ask again."""
+        validate_name(recipient, "to")
+        which, args = _which_messages(generation, fenced)
+        waiting = self._q(f"message_waiting_{which}")
+        asked = self.ledger._read_single(lambda tx, _now: tx.ask(waiting, (recipient, *args)))
+        return MessageLook(asked, (recipient, which, args), self._inserted)
+
     def take_messages(
         self, recipient: str, *, delivered_to: str, generation: int | None = None,
-        fenced: bool = False,
+        fenced: bool = False, look: MessageLook | None = None,
     ) -> list[Message]:  # fmt: skip
         """Every undelivered message for ``recipient``, marked delivered in the same step.
 
         With ``generation`` (a body taking its messages): the messages addressed to that
         generation, and, unless the body is ``fenced``, those addressed to the identity at
-        large. A message for another generation is never handed to this body.
+        large. A message for another generation is never handed to this body. ``look``: the
+        answer of :meth:`look_for_messages`, used when it was asked for these very messages
+        and nothing was written here since.
         """
         validate_name(recipient, "to")
-        args: tuple[int, ...] = ()
-        if generation is None:
-            which = "all"
-        elif fenced:
-            which, args = "generation", (generation,)
-        else:
-            which, args = "for_body", (generation,)
+        which, args = _which_messages(generation, fenced)
         # Asked first, outside any write (issue 14: most takes find nothing, and every full-
         # path hook call takes): a message sent after this look waits for the next take, as
         # one sent just after the take itself would.
-        waiting = self._q(f"message_waiting_{which}")
-        if self.ledger._read_single(lambda tx, _now: tx.one(waiting, (recipient, *args))) is None:
+        if (
+            look is not None
+            and look._key == (recipient, which, args)
+            and look._inserted == self._inserted
+        ):
+            found = look._asked.one()
+        else:
+            waiting = self._q(f"message_waiting_{which}")
+            found = self.ledger._read_single(lambda tx, _now: tx.one(waiting, (recipient, *args)))
+        if found is None:
             return []
         take = self._q(f"message_take_{which}")
 
@@ -426,4 +470,4 @@ _OBJECT_KINDS = ("capsule", "plan")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
-__all__ = ["Correspondence", "Document", "Message", "Note", "StoredObject"]
+__all__ = ["Correspondence", "Document", "Message", "MessageLook", "Note", "StoredObject"]

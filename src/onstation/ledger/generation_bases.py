@@ -12,6 +12,7 @@ import re
 from onstation.core.errors import BadInput, Conflict
 from onstation.core.names import validate_name
 from onstation.ledger.backends import Tx
+from onstation.ledger.base import _event_json
 from onstation.ledger.correspondence import Correspondence
 
 #: A full commit id (SHA-1 or SHA-256 object format).
@@ -50,6 +51,32 @@ class GenerationBases(Correspondence):
             return str(known[0])
 
         return self.ledger._write(body)
+
+    def offer_base(self, node: str, generation: int, commit: str, *, source: str) -> None:
+        """Record the commit ``generation`` started from unless one is recorded, as
+        :meth:`record_base` does, without saying which is recorded: a session start offers
+        the head it found and needs no answer. So on PostgreSQL the record and its event are
+        one statement sent without waiting for it (a round trip less in a session start's
+        transaction: issue 14); on SQLite, which has no round trips, it is
+        :meth:`record_base`'s statement. A node that does not exist gets no base, on both
+        (the caller admitted a session of it in the same transaction)."""
+        validate_name(node, "node")
+        if not _COMMIT.fullmatch(commit):
+            raise BadInput(f"base commit: {commit!r} is not a full commit id", field="commit")
+        validate_name(source, "source")
+        ledger = self.ledger
+
+        def body(tx: Tx, now: int) -> None:
+            if ledger.backend.name == "postgres":
+                tx.send(self._q("pg_generation_base_offer"),
+                        (generation, commit, source, now, node, source,
+                         _event_json({"commit": commit})))  # fmt: skip
+            elif tx.one(self._q("generation_base_record"),
+                        (generation, commit, source, now, node)) is not None:  # fmt: skip
+                ledger._event(tx, now, node=node, kind="generation.base",
+                              generation=generation, actor=source, commit=commit)  # fmt: skip
+
+        ledger._write(body)
 
     def base_of(self, node: str, generation: int) -> str | None:
         """The commit ``generation`` started from, or None when it was never learnt."""

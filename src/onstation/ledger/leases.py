@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import timedelta
 from typing import NoReturn
@@ -62,6 +62,26 @@ def _fenced_detail(
     )
 
 
+def _acquired(
+    node: str, holder: str | None, lease_id: int, generation: int, now: int, expires: int
+) -> BodyLease:
+    """The lease an admission just wrote, as it wrote it (not read back)."""
+    acquired = _at(now)
+    return BodyLease(
+        lease_id=lease_id,
+        node=node,
+        generation=generation,
+        state=LeaseState.LIVE,
+        holder=holder,
+        acquired_at=acquired,
+        renewed_at=acquired,
+        expires_at=_at(expires),
+        ended_at=None,
+        end_reason=None,
+        run_id=lease_id,
+    )
+
+
 class LeaseRecords(LedgerBase):
     """Body leases, the fence, denials and capability grants."""
 
@@ -94,54 +114,54 @@ class LeaseRecords(LedgerBase):
         expect_generation: int | None, by: str,
     ) -> BodyLease:  # fmt: skip
         """Admit a body inside the caller's transaction (see :meth:`acquire_lease`)."""
+        if self.backend.name == "postgres":
+            return self._acquire_asked_pg(tx, now, node, holder, ttl, expect_generation, by)()
         seconds = ttl.total_seconds()
         expires = now + int(seconds * 1_000_000)
-        if self.backend.name == "postgres":
-            # Take the locks first, in their own statement, so that the statement below gets
-            # a snapshot taken after them: it then sees a halt or a lease committed while we
-            # waited (a single statement would keep its pre-wait snapshot for the joins). Its
-            # row is not read: it travels in the same round trip as the admission.
-            tx.send(self._q("lease_admission_lock"), (node,))
-            # Read, lease and history in one statement, which admits only when the read
-            # allows it: the row says what it saw, so a refusal is explained from it.
-            row = tx.one(
-                self._q("pg_lease_admit"),
-                (node, holder, now, now, expires, expect_generation, expect_generation,
-                 by, json.dumps({"holder": holder, "ttl_seconds": int(seconds)}), now),
-            )  # fmt: skip
+        # The lease is inserted only where admission is allowed (BEGIN IMMEDIATE holds the
+        # writer lock, so nothing changes between this and the read that explains a
+        # refusal): one statement on the hot path of every relief.
+        inserted = tx.one(
+            self._q("lease_admit_if_allowed"),
+            (holder, now, now, expires, node, expect_generation, expect_generation),
+        )
+        if inserted is None:
+            read = tx.one(self._q("lease_admission_read"), (node,))
+            self._refuse_admission(tx, now, node, read, expect_generation)
+        assert inserted is not None
+        lease_id, generation = int(inserted[0]), int(inserted[1])
+        self._event_encoded(tx, now, node, "lease.acquired", generation, by,
+                            _acquired_detail(holder, lease_id, int(seconds)))  # fmt: skip
+        return _acquired(node, holder, lease_id, generation, now, expires)
+
+    def _acquire_asked_pg(
+        self, tx: Tx, now: int, node: str, holder: str | None, ttl: timedelta,
+        expect_generation: int | None, by: str,
+    ) -> Callable[[], BodyLease]:  # fmt: skip
+        """PostgreSQL's admission, sent now and read by the function returned (which raises
+        the refusal): statements asked after it travel in the same round trip."""
+        seconds = ttl.total_seconds()
+        expires = now + int(seconds * 1_000_000)
+        # Take the locks first, in their own statement, so that the statement below gets a
+        # snapshot taken after them: it then sees a halt or a lease committed while we
+        # waited (a single statement would keep its pre-wait snapshot for the joins). Its
+        # row is not read: it travels in the same round trip as the admission.
+        tx.send(self._q("lease_admission_lock"), (node,))
+        # Read, lease and history in one statement, which admits only when the read allows
+        # it: the row says what it saw, so a refusal is explained from it.
+        asked = tx.ask(
+            self._q("pg_lease_admit"),
+            (node, holder, now, now, expires, expect_generation, expect_generation,
+             by, json.dumps({"holder": holder, "ttl_seconds": int(seconds)}), now),
+        )  # fmt: skip
+
+        def read() -> BodyLease:
+            row = asked.one()
             if row is None or row[8] is None:
                 self._refuse_admission(tx, now, node, row, expect_generation)
-            assert row is not None
-            lease_id, generation = int(row[8]), int(row[0])
-        else:
-            # The lease is inserted only where admission is allowed (BEGIN IMMEDIATE holds
-            # the writer lock, so nothing changes between this and the read that explains a
-            # refusal): one statement on the hot path of every relief.
-            inserted = tx.one(
-                self._q("lease_admit_if_allowed"),
-                (holder, now, now, expires, node, expect_generation, expect_generation),
-            )
-            if inserted is None:
-                read = tx.one(self._q("lease_admission_read"), (node,))
-                self._refuse_admission(tx, now, node, read, expect_generation)
-            assert inserted is not None
-            lease_id, generation = int(inserted[0]), int(inserted[1])
-            self._event_encoded(tx, now, node, "lease.acquired", generation, by,
-                                _acquired_detail(holder, lease_id, int(seconds)))  # fmt: skip
-        acquired = _at(now)
-        return BodyLease(
-            lease_id=lease_id,
-            node=node,
-            generation=generation,
-            state=LeaseState.LIVE,
-            holder=holder,
-            acquired_at=acquired,
-            renewed_at=acquired,
-            expires_at=_at(expires),
-            ended_at=None,
-            end_reason=None,
-            run_id=lease_id,
-        )
+            return _acquired(node, holder, int(row[8]), int(row[0]), now, expires)
+
+        return read
 
     def _refuse_admission(
         self, tx: Tx, now: int, node: str, row: Row | None, expect_generation: int | None
@@ -195,11 +215,18 @@ class LeaseRecords(LedgerBase):
     ) -> FenceResult:
         """The fence inside the caller's transaction (see :meth:`fence`)."""
         if self.backend.name == "postgres":
-            row, fenced, grants = self._fence_statement_pg(tx, now, node, expect_generation,
-                                                           by, reason)  # fmt: skip
+            found = self._fence_asked_pg(tx, now, node, expect_generation, by, reason)()
         else:
-            row, fenced, grants = self._fence_statements(tx, now, node, expect_generation,
-                                                         reason)  # fmt: skip
+            found = self._fence_statements(tx, now, node, expect_generation, reason)
+        return self._fence_result(tx, node, expect_generation, reason, by, now, found)
+
+    def _fence_result(
+        self, tx: Tx, node: str, expect_generation: int, reason: str, by: str, now: int,
+        found: tuple[Row | None, list[Row], list[int]],
+    ) -> FenceResult:  # fmt: skip
+        """What a fence's statements found, as its result (its event on SQLite), or the
+        Conflict of a lost compare-and-swap."""
+        row, fenced, grants = found
         if row is None:
             current = self._get_node(tx, node)
             raise Conflict(
@@ -240,12 +267,35 @@ class LeaseRecords(LedgerBase):
         validate_free_text(reason, "reason", 1024)
         _check_generation(expect_generation, "expected generation")
 
-        def body(tx: Tx, now: int) -> tuple[FenceResult, BodyLease]:
-            result = self._fence_in(tx, now, node, expect_generation, by, reason)
-            lease = self._acquire_in(tx, now, node, holder, ttl, result.generation, by)
-            return result, lease
+        return self._write(
+            lambda tx, now: self._fence_and_acquire_in(
+                tx, now, node, expect_generation, by, reason, holder, ttl
+            )
+        )
 
-        return self._write(body)
+    def _fence_and_acquire_in(
+        self, tx: Tx, now: int, node: str, expect_generation: int, by: str, reason: str,
+        holder: str | None, ttl: timedelta,
+    ) -> tuple[FenceResult, BodyLease]:  # fmt: skip
+        """Fence ``expect_generation`` and admit ``holder`` for the generation the fence makes,
+        inside the caller's transaction.
+
+        On PostgreSQL the admission's statements are sent with the fence's, before the
+        fence's answer is read: one round trip instead of two. They ask for the generation
+        after ``expect_generation``, the only one a fence that holds can make; a fence that
+        lost raises, as before, before the admission's answer is looked at, and whatever
+        the admission wrote is rolled back with the transaction. The same errors come in the
+        same order as when the two ran one after the other."""
+        if self.backend.name != "postgres":
+            result = self._fence_in(tx, now, node, expect_generation, by, reason)
+            return result, self._acquire_in(tx, now, node, holder, ttl, result.generation, by)
+        fenced = self._fence_asked_pg(tx, now, node, expect_generation, by, reason)
+        admitted = self._acquire_asked_pg(tx, now, node, holder, ttl, expect_generation + 1,
+                                          by)  # fmt: skip
+        result = self._fence_result(tx, node, expect_generation, reason, by, now, fenced())
+        lease = admitted()
+        assert lease.generation == result.generation  # the CAS makes expect + 1, no other
+        return result, lease
 
     def hand_over_lease(self, node: str, *, lease_id: int, holder: str, to: str, by: str) -> None:
         """Give a held lease to the body that takes it (compare-and-swap on the holder)."""
@@ -289,11 +339,12 @@ class LeaseRecords(LedgerBase):
             grants = sorted(int(r[0]) for r in revoked)
         return (row[0],), fenced, grants
 
-    def _fence_statement_pg(
+    def _fence_asked_pg(
         self, tx: Tx, now: int, node: str, expect: int, by: str, reason: str
-    ) -> tuple[Row | None, list[Row], list[int]]:
+    ) -> Callable[[], tuple[Row | None, list[Row], list[int]]]:
         """The same fence, with its history event, as one PostgreSQL statement
-        (data-modifying CTEs), sent with the node's lock: one round trip.
+        (data-modifying CTEs), sent with the node's lock and read by the function returned:
+        one round trip, shared with whatever is asked before it is read.
 
         The first CTE is the compare-and-swap and takes the node's row lock; the others only
         act when it matched, so a lost CAS changes nothing.
@@ -303,14 +354,19 @@ class LeaseRecords(LedgerBase):
         # (a data-modifying CTE reads one snapshot, taken before any lock wait). Its row is
         # not read, so it is sent in the same round trip as the statement.
         tx.send(self._q("fence_node_lock"), (node,))
-        row = tx.one(
+        asked = tx.ask(
             self._q("pg_fence_cas_revoke"),
             (node, expect, now, reason, now, expect, by, expect, reason, now),
         )
-        if row is None:
-            return None, [], []
-        fenced: list[Row] = [(int(a), int(b)) for a, b in zip(row[1], row[2], strict=True)]
-        return (row[0],), fenced, [int(g) for g in row[3]]
+
+        def read() -> tuple[Row | None, list[Row], list[int]]:
+            row = asked.one()
+            if row is None:
+                return None, [], []
+            fenced: list[Row] = [(int(a), int(b)) for a, b in zip(row[1], row[2], strict=True)]
+            return (row[0],), fenced, [int(g) for g in row[3]]
+
+        return read
 
     def renew_lease(
         self, node: str, *, generation: int, ttl: timedelta = DEFAULT_LEASE_TTL

@@ -39,6 +39,7 @@ from onstation.ledger.bodies import (
     BodySession,
     HarnessLedger,
 )
+from onstation.ledger.correspondence import MessageLook
 from onstation.relief import hook_texts as texts
 from onstation.relief.hook_answer import HookAnswer, _context
 from onstation.relief.hook_effects import MAX_EFFECTS_PER_CALL, EffectHooks
@@ -94,6 +95,8 @@ class HookRunner(EffectHooks):
         #: none), and whether its base commit was settled with the admission.
         self._births: dict[tuple[str, int], Any] = {}
         self._based = False
+        #: Whether a message waits for the body, asked with a session start's admission.
+        self._look: MessageLook | None = None
 
     # -- entry ------------------------------------------------------------------------------
 
@@ -116,7 +119,7 @@ class HookRunner(EffectHooks):
 
         def judge() -> Admission:
             # Anew on each attempt: what a rolled-back attempt read or wrote is not so.
-            self._births, self._based = {}, False
+            self._births, self._based, self._look = {}, False, None
             admission = self.records.admit_session(
                 session_id, harness=self.harness, node=node,
                 workspace=bound_to,
@@ -140,6 +143,14 @@ class HookRunner(EffectHooks):
                     self.records.set_transcript(session_id, os.path.expanduser(path))
                 if head is not ASK_GIT and admission.session.workspace == bound_to:
                     self._record_base(admission.session, head)
+            if event == "SessionStart" and (admission.admitted or admission.fenced):
+                # Asked with the admission's statements and read by its take of messages
+                # (_pending): on PostgreSQL the look costs no round trip of its own. Nothing
+                # a session start does between writes a message (the take would ask again).
+                session = admission.session
+                self._look = self.records.look_for_messages(
+                    session.node, generation=session.generation, fenced=admission.fenced
+                )
             return admission
 
         # The admission, its lease's renewal and the transcript's path commit together: a
@@ -271,8 +282,8 @@ class HookRunner(EffectHooks):
             head = git(session.workspace, "rev-parse", "--verify", "--quiet", "HEAD^{commit}",
                        timeout=2)  # fmt: skip
         if isinstance(head, str) and head:
-            self.records.record_base(session.node, session.generation, head,
-                                     source="session-start")  # fmt: skip
+            self.records.offer_base(session.node, session.generation, head,
+                                    source="session-start")  # fmt: skip
 
     def _successor_start(self, session: BodySession, birth: Any) -> str:
         """An interactive successor: record its process witness, hand it its prompt."""
@@ -447,7 +458,7 @@ class HookRunner(EffectHooks):
     def _pending(self, session: BodySession, *, fenced: bool = False) -> list[str]:
         messages = self.records.take_messages(
             session.node, delivered_to=f"{self.harness} session {session.session_id}",
-            generation=session.generation, fenced=fenced,
+            generation=session.generation, fenced=fenced, look=self._look,
         )  # fmt: skip
         return [f"[{m.kind} from {m.sender} (message {m.message_id})] {m.body}" for m in messages]
 
