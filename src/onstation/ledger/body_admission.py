@@ -402,7 +402,7 @@ class BodyAdmission(Correspondence):
         # transaction at its next read or its commit. A re-judged one returns its row.
         row: Row | None
         if existing is None:
-            tx.ask(
+            tx.send(
                 self._q("session_insert"),
                 (session_id, harness, node, generation, lease_id, state, workspace, now,
                  launcher_text),

@@ -218,9 +218,9 @@ class Correspondence:
         """
         validate_name(recipient, "to")
         which, args = _which_messages(generation, fenced)
-        # Asked first, outside any write (issue 14: most takes find nothing, and every full-
-        # path hook call takes): a message sent after this look waits for the next take, as
-        # one sent just after the take itself would.
+        # Asked first, outside any write or with the look (issue 14: most takes find
+        # nothing, and every full-path hook call takes): a message sent after this look waits
+        # for the next take, as one sent just after the take itself would.
         if (
             look is not None
             and look._key == (recipient, which, args)

@@ -16,6 +16,7 @@ import time
 TYPE_CHECKING = False  # typing costs import time on the hook hot path
 if TYPE_CHECKING:
     import sqlite3
+    from collections.abc import Callable
     from typing import Any
 
 #: The WAL size past which a connection left open checkpoints it and truncates it.
@@ -168,7 +169,7 @@ def _noting_connection() -> type:
     return NotingConnection
 
 
-def compile_ahead(path: str, stop: Any) -> int:
+def compile_ahead(path: str, stop: Callable[[], bool]) -> int:
     """Compile the noted statements on the ledger opened ahead for ``path``, one at a time
     until ``stop()`` says a call has come; how many were compiled.
 

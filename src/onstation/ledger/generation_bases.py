@@ -19,6 +19,14 @@ from onstation.ledger.correspondence import Correspondence
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
+def _check_base(node: str, commit: str, source: str) -> None:
+    """Refuse a base named badly: the node, the commit (a full id) or its source."""
+    validate_name(node, "node")
+    if not _COMMIT.fullmatch(commit):
+        raise BadInput(f"base commit: {commit!r} is not a full commit id", field="commit")
+    validate_name(source, "source")
+
+
 class GenerationBases(Correspondence):
     """Generation bases over one ledger; part of :class:`~onstation.ledger.bodies.HarnessLedger`."""
 
@@ -26,10 +34,7 @@ class GenerationBases(Correspondence):
         """Record the commit ``generation`` started from, unless one is recorded; return the
         recorded one. The first record wins: a later session of the same generation (a /clear)
         started where the body already was, not where its work began."""
-        validate_name(node, "node")
-        if not _COMMIT.fullmatch(commit):
-            raise BadInput(f"base commit: {commit!r} is not a full commit id", field="commit")
-        validate_name(source, "source")
+        _check_base(node, commit, source)
 
         def body(tx: Tx, now: int) -> str:
             # One statement where it records (a session start's common case: issue 14, a
@@ -60,10 +65,7 @@ class GenerationBases(Correspondence):
         transaction: issue 14); on SQLite, which has no round trips, it is
         :meth:`record_base`'s statement. A node that does not exist gets no base, on both
         (the caller admitted a session of it in the same transaction)."""
-        validate_name(node, "node")
-        if not _COMMIT.fullmatch(commit):
-            raise BadInput(f"base commit: {commit!r} is not a full commit id", field="commit")
-        validate_name(source, "source")
+        _check_base(node, commit, source)
         ledger = self.ledger
 
         def body(tx: Tx, now: int) -> None:

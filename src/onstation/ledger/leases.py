@@ -284,7 +284,7 @@ class LeaseRecords(LedgerBase):
         fence's answer is read: one round trip instead of two. They ask for the generation
         after ``expect_generation``, the only one a fence that holds can make; a fence that
         lost raises, as before, before the admission's answer is looked at, and whatever
-        the admission wrote is rolled back with the transaction. The same errors come in the
+        the admission wrote is rolled back with the transaction. The refusals come in the
         same order as when the two ran one after the other."""
         if self.backend.name != "postgres":
             result = self._fence_in(tx, now, node, expect_generation, by, reason)

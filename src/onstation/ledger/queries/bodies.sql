@@ -50,15 +50,12 @@ SELECT 1 FROM body_lease
 WHERE node = ? AND generation = (SELECT generation FROM agent_node WHERE name = ?);
 
 -- name: session_insert
--- Record a session seen for the first time (no flags, cursor or transcript yet); returns
--- its row as session_by_id reads it.
+-- Record a session seen for the first time (no flags, cursor, transcript, window yet;
+-- context epoch 0): the admission takes its row as written (ledger/body_admission.py).
 INSERT INTO body_session (session_id, harness, node, generation, lease_id, state, workspace,
                           bound_at, relief_requested_at, stop_blocked_at, telemetry_cursor,
                           transcript_path, launcher)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL, ?)
-RETURNING session_id, harness, node, generation, lease_id, state, workspace, bound_at,
-          relief_requested_at, stop_blocked_at, telemetry_cursor, transcript_path, launcher,
-          context_window, context_epoch;
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL, ?);
 
 -- name: session_rejudge
 -- Re-bind a known (refused) session: generation, lease, state, time; keep its launcher
