@@ -78,3 +78,34 @@ def test_accepted_exactly_when_every_rule_holds(value: str) -> None:
     except BadInput:
         accepted = False
     assert accepted == expected, value
+
+
+@given(st.text(st.characters(codec="utf-8")) | st.text(st.characters(max_codepoint=0x2FF)))
+def test_free_text_refuses_exactly_the_control_characters_but_tab_and_line_feed(
+    value: str,
+) -> None:
+    # The rule as Unicode states it, one character at a time (the check searches a class).
+    import unicodedata
+
+    from onstation.core.names import validate_free_text
+
+    control = any(unicodedata.category(ch) == "Cc" and ch not in "\t\n" for ch in value)
+    if control or "\x00" in value:
+        with pytest.raises(BadInput):
+            validate_free_text(value, "why", max_length=10_000)
+    else:
+        assert validate_free_text(value, "why", max_length=10_000) == value
+
+
+def test_free_text_control_class_covers_every_cc_character() -> None:
+    import sys
+    import unicodedata
+
+    from onstation.core.names import validate_free_text
+
+    for code in range(sys.maxunicode + 1):
+        ch = chr(code)
+        if unicodedata.category(ch) != "Cc" or ch in "\t\n":
+            continue
+        with pytest.raises(BadInput):
+            validate_free_text(f"a{ch}b", "why")

@@ -18,6 +18,10 @@ MAX_NAME_LENGTH = 128
 #: also match before a trailing line break, and let ``"name\n"`` through). ASCII only, so a
 #: match is also in NFC; at most :data:`MAX_NAME_LENGTH` characters.
 _ALLOWED = re.compile(rf"[A-Za-z0-9_][A-Za-z0-9._:@+=-]{{0,{MAX_NAME_LENGTH - 1}}}")
+#: Unicode's control characters (general category Cc: U+0000-U+001F and U+007F-U+009F, a
+#: set the standard keeps stable) but tab and line feed. One search, where a look at each
+#: character's category took about a microsecond per ten characters of every reason logged.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def validate_name(value: str, field: str = "name") -> str:
@@ -65,6 +69,6 @@ def validate_free_text(value: str, field: str, max_length: int = 4096) -> str:
         except UnicodeEncodeError:
             # Undecodable command-line bytes arrive as lone surrogates (surrogateescape).
             raise BadInput(f"{field}: not valid UTF-8 text", field=field) from None
-    if any(unicodedata.category(ch) == "Cc" and ch not in "\t\n" for ch in value):
+    if _CONTROL.search(value):
         raise BadInput(f"{field}: must not contain control characters", field=field)
     return value
