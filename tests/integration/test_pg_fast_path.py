@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 from claude_turns import assistant_turn
+from libpq_trace import waits
 
 from onstation.cli.hooks import hook_main, statusline_main
 from onstation.harness.adapters import HookCall
@@ -236,3 +237,87 @@ def test_a_call_beside_the_full_paths_reading_takes_the_rows_in_the_same_order(
         reading.execute("COMMIT")
         racer.join()
     assert answered == [None]  # answered, not aborted and left to the full path
+
+
+def _traced(call: HookCall) -> tuple[object, str]:
+    """``try_fast(call)`` on a connection made ahead, and libpq's trace of what it sent and
+    received."""
+    import tempfile
+
+    assert pg_ahead.connect_ahead(os.environ["ONSTATION_DB"], dict(os.environ))
+    ahead = next(iter(pg_ahead._AHEAD.values()))[0]
+    fd, name = tempfile.mkstemp(prefix="onstation-libpq-trace-")
+    try:
+        ahead._conn.pgconn.trace(fd)
+        ahead._conn.pgconn.set_trace_flags(
+            psycopg.pq.Trace.SUPPRESS_TIMESTAMPS | psycopg.pq.Trace.REGRESS_MODE
+        )
+        kept: list[Any] = []
+        answered = hotpath.try_fast(call, None, keep=kept)
+        ahead._conn.pgconn.untrace()
+        assert kept == [ahead]
+        return answered, Path(name).read_text()
+    finally:
+        os.close(fd)
+        os.unlink(name)
+        ahead.close()
+
+
+@pytest.mark.parametrize(
+    ("event", "fields", "expected"),
+    [
+        ("Stop", {"stop_hook_active": False}, 2),
+        ("SessionEnd", {"reason": "logout"}, 2),
+        (
+            "PostToolUse",
+            {"tool_name": "Read", "tool_input": {}, "tool_use_id": "toolu_9", "tool_response": {}},
+            3,
+        ),
+    ],
+)
+def test_a_stop_or_an_end_reads_no_cursor_of_its_own(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, event: str,
+    fields: dict[str, Any], expected: int,
+) -> None:  # fmt: skip
+    """A Stop and a SessionEnd read no telemetry: the session's cursor is not read in a round
+    trip of its own, so they wait for the server twice (the locked reads, then the commit)
+    where a PostToolUse waits three times (its cursor first: it reads the transcript from
+    there, outside the transaction)."""
+    _admitted(pg_url, tmp_path)
+    monkeypatch.setenv("ONSTATION_DB", pg_url)
+    answered, trace = _traced(_call(tmp_path, event, **fields))
+    assert answered is None  # answered here, quietly
+    assert waits(trace) == expected
+    assert ('"SELECT s.telemetry_cursor' in trace) is (event == "PostToolUse")
+    if event == "SessionEnd":  # a clean end: the body's lease released, here
+        with Ledger.open(pg_url) as ledger:
+            assert [lease.state.value for lease in ledger.leases(NODE)] == ["RELEASED"]
+
+
+@pytest.mark.parametrize("event", ["Stop", "SessionEnd"])
+def test_a_session_the_ledger_does_not_know_is_answered_as_before(
+    pg_url: str, tmp_path: Path, event: str
+) -> None:
+    """Without the cursor's read, the locked reads tell that the session is unknown: in an
+    unmanaged workspace nothing is said or written; in a configured one the full path
+    answers (it admits the session). Nothing is left open or locked either way."""
+    (tmp_path / "managed").mkdir()
+    _admitted(pg_url, tmp_path / "managed")  # NODE's workspace, with NODE's own session
+    unmanaged = tmp_path / "elsewhere"
+    unmanaged.mkdir()
+    fields = {"stop_hook_active": False} if event == "Stop" else {"reason": "other"}
+    call = HookCall.from_payload("claude-code", event, {
+        "session_id": "sess-unknown", "cwd": str(unmanaged), "hook_event_name": event,
+        **fields})  # fmt: skip
+    kept: list[Any] = []
+    assert hotpath.try_fast(call, pg_url, keep=kept) is None
+    managed = HookCall.from_payload("claude-code", event, {
+        "session_id": "sess-unknown", "cwd": str(tmp_path / "managed"),
+        "hook_event_name": event, **fields})  # fmt: skip
+    assert hotpath.try_fast(managed, None, keep=kept) is hotpath.NOT_HANDLED
+    for backend in kept:
+        assert backend._conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        backend.close()
+    with Ledger.open(pg_url) as ledger:
+        assert HarnessLedger(ledger).session("sess-unknown") is None
+        assert ledger.get_node(NODE).generation == 1

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from libpq_trace import waits
 
 from onstation.core.errors import Conflict
 from onstation.harness.adapters import HookCall
@@ -59,18 +60,6 @@ def start(ledger: Ledger, workspace: Path, session: str) -> str:
     """A session start's answer: the context it gives the body."""
     answer = hook(ledger, workspace, session, "SessionStart", source="startup")
     return json.dumps(answer.output)
-
-
-def waits(trace: str) -> int:
-    """The client's waits for the server in a libpq trace: each answer received after the
-    client sent something."""
-    count, last = 0, None
-    for line in trace.splitlines():
-        direction = line.split("\t", 1)[0]
-        if direction == "B" and last == "F":
-            count += 1
-        last = direction
-    return count
 
 
 def test_a_next_generations_session_start_waits_for_the_server_three_times(

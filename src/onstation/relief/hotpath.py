@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 
 #: Events the fast path may answer; every other event takes the full path.
 FAST_EVENTS = frozenset({"PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionEnd"})
+#: The fast events that read no telemetry (as on the full path).
+_NO_TELEMETRY = ("Stop", "SessionEnd")
 
 #: SessionEnd reasons after which the host process goes on with a new session id: not an
 #: end (``relief.hooks._CONTINUING_END_REASONS``; checked equal by a test).
@@ -258,6 +260,8 @@ class SqliteStore:
     decision serves both."""
 
     errors = (sqlite3.Error,)
+    #: A statement on its own costs no wait for a server (see ``_answer``).
+    CURSOR_IS_A_ROUND_TRIP = False
 
     def __init__(self, conn: Any, path: str) -> None:
         self.conn = conn
@@ -392,11 +396,15 @@ def _answer(
     event = call.event
     reading: Any = None
     cursor_json: str | None = None
-    row = store.cursor_row(session_id)
-    if row is None:
-        if not config.get("node") and store.workspace_node(cwd) is None:
-            return _quiet(call)  # an unmanaged workspace: nothing to record, nothing to say
-        return NOT_HANDLED
+    # A Stop and a SessionEnd read no telemetry, so nothing is done between the session's
+    # cursor and the locked reads. Where the cursor costs a round trip of its own
+    # (PostgreSQL), it is not read: the locked reads tell whether the session exists.
+    # SQLite reads it first, as it costs no wait there and an unknown session then never
+    # takes the writer lock.
+    cursor_first = event not in _NO_TELEMETRY or not store.CURSOR_IS_A_ROUND_TRIP
+    row: Any = store.cursor_row(session_id) if cursor_first else None
+    if cursor_first and row is None:
+        return _unknown_session(store, call, cwd, config)
     if event == "PreToolUse":
         # A fenced or refused body is the full path's to deny, before any classification:
         # nothing in its call may make that answer slow. A live body's call is classified
@@ -405,7 +413,7 @@ def _answer(
             return NOT_HANDLED
         if _effect_capable(call, config, deadline) is not False:
             return NOT_HANDLED
-    elif event not in ("Stop", "SessionEnd"):  # they read no telemetry (as on the full path)
+    elif event not in _NO_TELEMETRY:
         reading, cursor_json, settled = _read_transcript(call, row[0], row[4])
         if not settled:
             return NOT_HANDLED  # a compaction, a new window or a rejected reading: recorded there
@@ -437,7 +445,7 @@ def _answer(
         now = time.time_ns() // 1000
         if gathered is None:
             store.rollback()
-            return NOT_HANDLED
+            return NOT_HANDLED if cursor_first else _unknown_session(store, call, cwd, config)
         row, bound, pending, challenged, grants, stop_may_block, unsettled = gathered
         if (
             row[2] != "ADMITTED"
@@ -495,6 +503,14 @@ def _answer(
         store.abort()
         raise
     return _quiet(call)
+
+
+def _unknown_session(store: Any, call: HookCall, cwd: str, config: dict[str, Any]) -> object:
+    """The answer for a session the ledger does not know: none in an unmanaged workspace
+    (nothing to record, nothing to say), else the full path's (it admits the session)."""
+    if not config.get("node") and store.workspace_node(cwd) is None:
+        return _quiet(call)
+    return NOT_HANDLED
 
 
 def _past_compaction(harness: str, reading: Any, policy: Any, workspace: str | None) -> bool:

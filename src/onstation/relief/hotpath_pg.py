@@ -118,6 +118,9 @@ class PgStore:
     """The fast path's statements (``hotpath.SqliteStore``'s methods) on a PostgreSQL
     ledger: the transaction's statements pipelined, the node's row locked first."""
 
+    #: The session's cursor read on its own is a round trip (``hotpath._answer``).
+    CURSOR_IS_A_ROUND_TRIP = True
+
     def __init__(self, backend: PostgresBackend) -> None:
         import psycopg
 
