@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 from claude_turns import assistant_turn
-from libpq_trace import waits
+from libpq_trace import tracing, waits
 
 from onstation.cli.hooks import hook_main, statusline_main
 from onstation.harness.adapters import HookCall
@@ -239,27 +239,18 @@ def test_a_call_beside_the_full_paths_reading_takes_the_rows_in_the_same_order(
     assert answered == [None]  # answered, not aborted and left to the full path
 
 
-def _traced(call: HookCall) -> tuple[object, str]:
+def _traced(pg_url: str, call: HookCall) -> tuple[object, str]:
     """``try_fast(call)`` on a connection made ahead, and libpq's trace of what it sent and
     received."""
-    import tempfile
-
-    assert pg_ahead.connect_ahead(os.environ["ONSTATION_DB"], dict(os.environ))
+    assert pg_ahead.connect_ahead(pg_url, dict(os.environ))
     ahead = next(iter(pg_ahead._AHEAD.values()))[0]
-    fd, name = tempfile.mkstemp(prefix="onstation-libpq-trace-")
     try:
-        ahead._conn.pgconn.trace(fd)
-        ahead._conn.pgconn.set_trace_flags(
-            psycopg.pq.Trace.SUPPRESS_TIMESTAMPS | psycopg.pq.Trace.REGRESS_MODE
-        )
         kept: list[Any] = []
-        answered = hotpath.try_fast(call, None, keep=kept)
-        ahead._conn.pgconn.untrace()
+        with tracing(ahead._conn) as traced:
+            answered = hotpath.try_fast(call, None, keep=kept)
         assert kept == [ahead]
-        return answered, Path(name).read_text()
+        return answered, traced[0]
     finally:
-        os.close(fd)
-        os.unlink(name)
         ahead.close()
 
 
@@ -276,7 +267,7 @@ def _traced(call: HookCall) -> tuple[object, str]:
     ],
 )
 def test_a_stop_or_an_end_reads_no_cursor_of_its_own(
-    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, event: str,
+    pg_url: str, tmp_path: Path, event: str,
     fields: dict[str, Any], expected: int,
 ) -> None:  # fmt: skip
     """A Stop and a SessionEnd read no telemetry: the session's cursor is not read in a round
@@ -284,8 +275,7 @@ def test_a_stop_or_an_end_reads_no_cursor_of_its_own(
     where a PostToolUse waits three times (its cursor first: it reads the transcript from
     there, outside the transaction)."""
     _admitted(pg_url, tmp_path)
-    monkeypatch.setenv("ONSTATION_DB", pg_url)
-    answered, trace = _traced(_call(tmp_path, event, **fields))
+    answered, trace = _traced(pg_url, _call(tmp_path, event, **fields))
     assert answered is None  # answered here, quietly
     assert waits(trace) == expected
     assert ('"SELECT s.telemetry_cursor' in trace) is (event == "PostToolUse")

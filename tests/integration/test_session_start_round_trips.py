@@ -18,13 +18,11 @@ sends after the server last spoke, it had waited for the server's answer.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from libpq_trace import waits
+from libpq_trace import tracing, waits
 
 from onstation.core.errors import Conflict
 from onstation.harness.adapters import HookCall
@@ -68,23 +66,13 @@ def test_a_next_generations_session_start_waits_for_the_server_three_times(
     """The admission's reads with the node's lock, the fence with the lease, then the rest
     with the commit: three waits (there were eight: the fence and the lease apart, the
     session's row, the base's answer, the look for messages after the commit)."""
-    from psycopg import pq
-
     with Ledger.open(pg_url) as ledger:
         ledger.register_node(NODE)
         start(ledger, workspace, "first")
         hook(ledger, workspace, "first", "SessionEnd", reason="other")
-        conn = ledger.backend._conn  # type: ignore[attr-defined]
-        fd, name = tempfile.mkstemp(prefix="onstation-libpq-trace-")
-        try:
-            conn.pgconn.trace(fd)
-            conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+        with tracing(ledger.backend._conn) as traced:  # type: ignore[attr-defined]
             told = start(ledger, workspace, "second")
-            conn.pgconn.untrace()
-            trace = Path(name).read_text()
-        finally:
-            os.close(fd)
-            os.unlink(name)
+        trace = traced[0]
         assert ledger.get_node(NODE).generation == 2
         assert "generation 2" in told
     # The workspace's lookup comes before the transaction; the transaction's statements

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+import unicodedata
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from onstation.core.errors import BadInput
-from onstation.core.names import MAX_NAME_LENGTH, validate_name
+from onstation.core.names import MAX_NAME_LENGTH, validate_free_text, validate_name
 
 
 @pytest.mark.parametrize(
@@ -85,10 +88,6 @@ def test_free_text_refuses_exactly_the_control_characters_but_tab_and_line_feed(
     value: str,
 ) -> None:
     # The rule as Unicode states it, one character at a time (the check searches a class).
-    import unicodedata
-
-    from onstation.core.names import validate_free_text
-
     control = any(unicodedata.category(ch) == "Cc" and ch not in "\t\n" for ch in value)
     if control or "\x00" in value:
         with pytest.raises(BadInput):
@@ -98,11 +97,6 @@ def test_free_text_refuses_exactly_the_control_characters_but_tab_and_line_feed(
 
 
 def test_free_text_control_class_covers_every_cc_character() -> None:
-    import sys
-    import unicodedata
-
-    from onstation.core.names import validate_free_text
-
     for code in range(sys.maxunicode + 1):
         ch = chr(code)
         if unicodedata.category(ch) != "Cc" or ch in "\t\n":
