@@ -254,34 +254,120 @@ def _traced(pg_url: str, call: HookCall) -> tuple[object, str]:
         ahead.close()
 
 
+_READ = {"tool_name": "Read", "tool_input": {}, "tool_use_id": "toolu_9", "tool_response": {}}
+
+
 @pytest.mark.parametrize(
     ("event", "fields", "expected"),
     [
         ("Stop", {"stop_hook_active": False}, 2),
         ("SessionEnd", {"reason": "logout"}, 2),
-        (
-            "PostToolUse",
-            {"tool_name": "Read", "tool_input": {}, "tool_use_id": "toolu_9", "tool_response": {}},
-            3,
-        ),
+        ("PostToolUse", _READ, 2),
+        ("UserPromptSubmit", {"prompt": "go on"}, 2),
+        ("PreToolUse", {"tool_name": "Read", "tool_input": {}, "tool_use_id": "toolu_9"}, 3),
     ],
 )
-def test_a_stop_or_an_end_reads_no_cursor_of_its_own(
+def test_a_call_reads_no_cursor_of_its_own_but_a_pre_tool_use(
     pg_url: str, tmp_path: Path, event: str,
     fields: dict[str, Any], expected: int,
 ) -> None:  # fmt: skip
-    """A Stop and a SessionEnd read no telemetry: the session's cursor is not read in a round
-    trip of its own, so they wait for the server twice (the locked reads, then the commit)
-    where a PostToolUse waits three times (its cursor first: it reads the transcript from
-    there, outside the transaction)."""
+    """The session's cursor is not read in a round trip of its own: a Stop and a SessionEnd
+    read no telemetry, and a call that does reads it with the locked reads (then the
+    transcript, the node's row locked). They wait for the server twice: the locked reads,
+    then the commit. A PreToolUse waits three times: its cursor first, as its
+    classification may run git and is kept outside any transaction."""
     _admitted(pg_url, tmp_path)
     answered, trace = _traced(pg_url, _call(tmp_path, event, **fields))
     assert answered is None  # answered here, quietly
     assert waits(trace) == expected
-    assert ('"SELECT s.telemetry_cursor' in trace) is (event == "PostToolUse")
+    assert ('"SELECT s.telemetry_cursor' in trace) is (event == "PreToolUse")
     if event == "SessionEnd":  # a clean end: the body's lease released, here
         with Ledger.open(pg_url) as ledger:
             assert [lease.state.value for lease in ledger.leases(NODE)] == ["RELEASED"]
+    if event == "PostToolUse":
+        assert _outcomes(pg_url) == ["toolu_9"]
+
+
+def _reading(pg_url: str) -> tuple[Any, ...] | None:
+    """The session's stored reading: its percent and tier, and whether a cursor is kept."""
+    with _admin(pg_url) as admin:
+        return admin.execute(
+            "SELECT t.percent, t.tier, s.telemetry_cursor IS NOT NULL FROM body_session s "
+            "LEFT JOIN telemetry t ON t.session_id = s.session_id WHERE s.session_id = 'sess-1'"
+        ).fetchone()
+
+
+def test_a_reading_is_taken_from_the_cursor_read_with_the_locked_reads(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """The transcript is read from the cursor the locked reads gave, in the same two waits:
+    an epoch's first reading (quiet, Green) is recorded durably (its tier mark: no
+    ``synchronous_commit`` off), a next one relaxed, each from where the last stopped."""
+    _admitted(pg_url, tmp_path)
+    transcript = tmp_path / "s.jsonl"
+    assistant_turn(transcript, 1, 20_000)
+    call = _call(tmp_path, "PostToolUse", transcript_path=str(transcript), **_READ)
+    answered, trace = _traced(pg_url, call)
+    assert answered is None and waits(trace) == 2
+    assert "synchronous_commit" not in trace  # the first reading's commit waits for the disk
+    assert _reading(pg_url) == (10.0, "green", True)
+    assistant_turn(transcript, 2, 30_000)
+    again = _call(tmp_path, "UserPromptSubmit", prompt="on", transcript_path=str(transcript))
+    answered, trace = _traced(pg_url, again)
+    assert answered is None and waits(trace) == 2
+    assert "synchronous_commit" in trace  # a next reading's is relaxed
+    assert _reading(pg_url) == (15.0, "green", True)
+
+
+def test_a_reading_the_full_path_records_leaves_nothing_open(pg_url: str, tmp_path: Path) -> None:
+    """A first reading at Amber is the full path's (it has a message to send): the
+    transaction the locked reads began is rolled back before the call is handed on, with
+    nothing written, the connection idle and the node's row free."""
+    _admitted(pg_url, tmp_path)
+    transcript = tmp_path / "s.jsonl"
+    assistant_turn(transcript, 1, 60_000)
+    call = _call(tmp_path, "PostToolUse", transcript_path=str(transcript), **_READ)
+    kept: list[Any] = []
+    assert hotpath.try_fast(call, None, keep=kept) is hotpath.NOT_HANDLED
+    [backend] = kept
+    try:
+        assert backend._conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert _reading(pg_url) == (None, None, False) and _outcomes(pg_url) == []
+        _fenced_at_once(pg_url)
+    finally:
+        backend.close()
+
+
+def _fenced_at_once(pg_url: str) -> None:
+    """The node's row is free: a fence's lock on it is granted without waiting (a lock
+    that is not is an error here at once, not a wait)."""
+    with _admin(pg_url) as fence:
+        fence.execute("BEGIN")
+        fence.execute("SELECT 1 FROM agent_node WHERE name = %s FOR UPDATE NOWAIT", (NODE,))
+        fence.execute("ROLLBACK")
+
+
+def test_a_failed_transcript_read_with_the_row_locked_leaves_nothing_open(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The transcript is read with the node's row locked: an error there ends the
+    transaction (the row free for a fence at once), writes nothing, and the connection is
+    closed rather than handed on."""
+    _admitted(pg_url, tmp_path)
+    transcript = tmp_path / "s.jsonl"
+    assistant_turn(transcript, 1, 20_000)
+
+    def failing(*_args: Any) -> Any:
+        raise OSError("the transcript went away")
+
+    monkeypatch.setattr(hotpath, "_read_transcript", failing)
+    call = _call(tmp_path, "PostToolUse", transcript_path=str(transcript), **_READ)
+    kept: list[Any] = []
+    with pytest.raises(OSError, match="went away"):
+        hotpath.try_fast(call, None, keep=kept)
+    assert kept == []
+    _fenced_at_once(pg_url)
+    assert _reading(pg_url) == (None, None, False) and _outcomes(pg_url) == []
 
 
 @pytest.mark.parametrize("event", ["Stop", "SessionEnd"])

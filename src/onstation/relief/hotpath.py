@@ -396,52 +396,74 @@ def _answer(
     event = call.event
     reading: Any = None
     cursor_json: str | None = None
-    # A Stop and a SessionEnd read no telemetry, so nothing is done between the session's
-    # cursor and the locked reads. Where the cursor costs a round trip of its own
-    # (PostgreSQL), it is not read: the locked reads tell whether the session exists.
-    # SQLite reads it first, as it costs no wait there and an unknown session then never
-    # takes the writer lock.
+    first = False
+    # Where the session's cursor costs a round trip of its own (PostgreSQL), it is not read
+    # on its own when nothing but the transcript's read would come between it and the
+    # locked reads:
+    # - a Stop and a SessionEnd read no telemetry: the locked reads tell whether the
+    #   session exists, and nothing is read between;
+    # - a call that reads telemetry reads the cursor with the locked reads, then the
+    #   transcript with the node's row locked: one wait less, at the price of holding that
+    #   one row's lock across the read (docs/decisions.md).
+    # A PreToolUse reads it first: its classification may run git, outside any transaction.
+    # SQLite reads it first: a statement costs no wait there, its write transaction locks
+    # every writer out, and an unknown session then never takes the writer lock.
     cursor_first = event not in _NO_TELEMETRY or not store.CURSOR_IS_A_ROUND_TRIP
-    row: Any = store.cursor_row(session_id) if cursor_first else None
-    if cursor_first and row is None:
-        return _unknown_session(store, call, cwd, config)
-    if event == "PreToolUse":
-        # A fenced or refused body is the full path's to deny, before any classification:
-        # nothing in its call may make that answer slow. A live body's call is classified
-        # outside any transaction (it may run git).
-        if row[1] != "ADMITTED" or row[2] != row[3]:
-            return NOT_HANDLED
-        if _effect_capable(call, config, deadline) is not False:
-            return NOT_HANDLED
-    elif event not in _NO_TELEMETRY:
-        reading, cursor_json, settled = _read_transcript(call, row[0], row[4])
-        if not settled:
-            return NOT_HANDLED  # a compaction, a new window or a rejected reading: recorded there
-    tier: str | None = None
-    policy: Any = None
-    if reading is not None:
-        from onstation.core.hull import tier_value, workspace_policy
-
-        policy = workspace_policy(config.get("tiers"))
-        tier = tier_value(reading.percent, policy)
-    # No reading stored yet: this one is the epoch's first, and its tier a first tier. A
-    # quiet one (Green, with no warning that a tier lies past the host's compaction point) is
-    # recorded here as the full path records it, durably; any other is the full path's.
-    first = reading is not None and not row[5]
-    if first and (tier != "green" or _past_compaction(call.harness, reading, policy, row[6])):
-        return NOT_HANDLED
-    # A clean end releases the body's lease, durably (the next session is admitted at once;
-    # a release lost to a power cut would refuse it until the lease ran out).
-    releases = event == "SessionEnd" and (call.reason or "other") not in _CONTINUING_END_REASONS
-    outcome = None
-    if event == "PostToolUse":
-        # Every call's outcome is journaled (relief/tool_journal.py); built (and redacted)
-        # before the write lock is taken.
-        from onstation.relief.tool_journal import journal_row
-
-        outcome = journal_row(call)
+    together = store.CURSOR_IS_A_ROUND_TRIP and event not in (*_NO_TELEMETRY, "PreToolUse")
+    gathered: Any = None
     try:
-        gathered = store.gather(session_id, cwd, event, call.tool_use_id, durable=first or releases)
+        if together:
+            row, gathered = store.gather_with_cursor(session_id, cwd, event, call.tool_use_id)
+            if row is None:
+                store.rollback()
+                return _unknown_session(store, call, cwd, config)
+        else:
+            row = store.cursor_row(session_id) if cursor_first else None
+            if cursor_first and row is None:
+                return _unknown_session(store, call, cwd, config)
+        if event == "PreToolUse":
+            # A fenced or refused body is the full path's to deny, before any
+            # classification: nothing in its call may make that answer slow. A live body's
+            # call is classified outside any transaction (it may run git).
+            if row[1] != "ADMITTED" or row[2] != row[3]:
+                return NOT_HANDLED
+            if _effect_capable(call, config, deadline) is not False:
+                return NOT_HANDLED
+        elif event not in _NO_TELEMETRY:
+            reading, cursor_json, settled = _read_transcript(call, row[0], row[4])
+            if not settled:
+                # A compaction, a new window or a rejected reading: recorded there.
+                return _declined(store, together)
+        tier: str | None = None
+        policy: Any = None
+        if reading is not None:
+            from onstation.core.hull import tier_value, workspace_policy
+
+            policy = workspace_policy(config.get("tiers"))
+            tier = tier_value(reading.percent, policy)
+        # No reading stored yet: this one is the epoch's first, and its tier a first tier.
+        # A quiet one (Green, with no warning that a tier lies past the host's compaction
+        # point) is recorded here as the full path records it, durably; any other is the
+        # full path's.
+        first = reading is not None and not row[5]
+        if first and (tier != "green" or _past_compaction(call.harness, reading, policy, row[6])):
+            return _declined(store, together)
+        # A clean end releases the body's lease, durably (the next session is admitted at
+        # once; a release lost to a power cut would refuse it until the lease ran out).
+        releases = event == "SessionEnd" and (call.reason or "other") not in _CONTINUING_END_REASONS
+        outcome = None
+        if event == "PostToolUse":
+            # Every call's outcome is journaled (relief/tool_journal.py); built (and
+            # redacted) before SQLite's write lock is taken.
+            from onstation.relief.tool_journal import journal_row
+
+            outcome = journal_row(call)
+        if not together:
+            gathered = store.gather(
+                session_id, cwd, event, call.tool_use_id, durable=first or releases
+            )
+        elif first:
+            store.make_durable()
         now = time.time_ns() // 1000
         if gathered is None:
             store.rollback()
@@ -503,6 +525,14 @@ def _answer(
         store.abort()
         raise
     return _quiet(call)
+
+
+def _declined(store: Any, together: bool) -> object:
+    """NOT_HANDLED, the transaction ``gather_with_cursor`` began (``together``) rolled back
+    first: the full path is handed a connection with none open."""
+    if together:
+        store.rollback()
+    return NOT_HANDLED
 
 
 def _unknown_session(store: Any, call: HookCall, cwd: str, config: dict[str, Any]) -> object:

@@ -2,17 +2,20 @@
 
 :mod:`onstation.relief.hotpath` decides a common hook call (and
 :mod:`onstation.relief.fast_status` a status line) the same way on either backend; this is
-the store it asks on PostgreSQL. The session's cursor is read on its own, before the
-transcript is (outside any transaction, as on SQLite). Then one round trip begins the write
-transaction, locks the session's node's row (``FOR UPDATE``, in a statement of its own, as
-the ledger's guard locks it before every write for a body: a fence, which takes the same
-lock, then waits for this transaction or this one for the fence), and reads everything the
-decision needs in one statement whose snapshot is taken once the lock is held: the
-session, its node, lease and stored reading, whether a message waits, whether the
-generation is under challenge, its grants, whether a Stop may have to be blocked, whether
-an effect's result is the full path's to record; and the workspace's bindings. The second
-round trip carries the writes and the COMMIT, with ``synchronous_commit`` off for the
-transaction (the full path commits the same journal row so; docs/decisions.md).
+the store it asks on PostgreSQL. One round trip begins the write transaction, locks the
+session's node's row (``FOR UPDATE``, in a statement of its own, as the ledger's guard locks
+it before every write for a body: a fence, which takes the same lock, then waits for this
+transaction or this one for the fence), and reads everything the decision needs in one
+statement whose snapshot is taken once the lock is held: the session, its node, lease and
+stored reading, whether a message waits, whether the generation is under challenge, its
+grants, whether a Stop may have to be blocked, whether an effect's result is the full path's
+to record, the session's transcript cursor; and the workspace's bindings. A call that reads
+telemetry reads the transcript between the two round trips, the node's row locked
+(:meth:`PgStore.gather_with_cursor`); a PreToolUse reads the cursor on its own first, as
+SQLite does, because its classification may run git and is kept outside any transaction.
+The second round trip carries the writes and the COMMIT, with ``synchronous_commit`` off
+for the transaction (the full path commits the same journal row so; docs/decisions.md), but
+for a durable one.
 
 The connection is a daemon's spare's, made ahead of the call (:mod:`onstation.ledger.pg_ahead`)
 when there is one, else the call's own; a call the fast path declines hands it to the full
@@ -43,7 +46,9 @@ LOCK_NODE = (
 #: generation, (13) whether that generation is a successor under challenge, (14) the
 #: capabilities it holds, (15) whether a Stop may have to be blocked, (16) whether the tool
 #: call (the first parameter) was journaled as an effect, (17) whether the generation has a
-#: dispatched effect without its result: ``fastpath``'s checks, each by the session.
+#: dispatched effect without its result: ``fastpath``'s checks, each by the session. Then
+#: (18-21) the cursor's columns ``SESSION_CURSOR`` has and the above do not: the transcript
+#: cursor, the context window the host declared, whether a reading is stored, the workspace.
 GATHER = (
     "SELECT s.node, s.generation, s.state, s.harness, n.generation, l.state, "
     "l.expires_at, t.tier, l.lease_id, t.generation, t.epoch, s.context_epoch, "
@@ -56,7 +61,8 @@ GATHER = (
     "s.relief_requested_at IS NOT NULL AND s.stop_blocked_at IS NULL, "
     "EXISTS (SELECT 1 FROM tool_call c WHERE c.tool_use_id = %s), "
     "EXISTS (SELECT 1 FROM effect e WHERE e.node = s.node AND e.generation = s.generation "
-    "AND e.state = 'DISPATCHED') "
+    "AND e.state = 'DISPATCHED'), "
+    "s.telemetry_cursor, s.context_window, t.session_id IS NOT NULL, s.workspace "
     "FROM body_session s "
     "JOIN agent_node n ON n.name = s.node "
     "LEFT JOIN body_lease l ON l.lease_id = s.lease_id "
@@ -118,7 +124,8 @@ class PgStore:
     """The fast path's statements (``hotpath.SqliteStore``'s methods) on a PostgreSQL
     ledger: the transaction's statements pipelined, the node's row locked first."""
 
-    #: The session's cursor read on its own is a round trip (``hotpath._answer``).
+    #: The session's cursor read on its own is a round trip: it is read with the locked
+    #: reads where nothing but the transcript's read comes between (``hotpath._answer``).
     CURSOR_IS_A_ROUND_TRIP = True
 
     def __init__(self, backend: PostgresBackend) -> None:
@@ -170,8 +177,29 @@ class PgStore:
         its WAL flush, as every commit but a relaxed one does)."""
         self._durable = durable
         row, bound = self._begin_reading(session_id, cwd, GATHER, (tool_use_id, session_id))
+        return None if row is None else self._gathered(row, bound, event, tool_use_id)
+
+    def gather_with_cursor(
+        self, session_id: str, cwd: str, event: str, tool_use_id: str | None
+    ) -> tuple[Any, Any]:
+        """``cursor_row``'s row and ``gather``'s answer, read in the one round trip
+        ``gather`` takes (both None for a session the ledger does not know): the transaction
+        stays open and the node's row locked while the caller reads the transcript from the
+        cursor. The commit is relaxed unless :meth:`make_durable` is called before it."""
+        self._durable = False
+        row, bound = self._begin_reading(session_id, cwd, GATHER, (tool_use_id, session_id))
         if row is None:
-            return None
+            return None, None
+        cursor = (row[18], row[2], row[1], row[4], row[19], row[20], row[21])
+        return cursor, self._gathered(row, bound, event, tool_use_id)
+
+    def make_durable(self) -> None:
+        """The open transaction's commit waits for its WAL flush (a first reading's tier
+        mark), as ``gather(durable=True)`` asks it."""
+        self._durable = True
+
+    @staticmethod
+    def _gathered(row: Any, bound: str | None, event: str, tool_use_id: str | None) -> Any:
         journaled = event == "PostToolUse" and tool_use_id is not None and row[16]
         return (row[:12], bound, row[12], row[13], set(row[14]), event == "Stop" and row[15],
                 journaled or row[17])  # fmt: skip
