@@ -396,7 +396,6 @@ def _answer(
     event = call.event
     reading: Any = None
     cursor_json: str | None = None
-    first = False
     # Where the session's cursor costs a round trip of its own (PostgreSQL), it is not read
     # on its own when nothing but the transcript's read would come between it and the
     # locked reads:
