@@ -18,6 +18,7 @@ sends after the server last spoke, it had waited for the server's answer.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -63,9 +64,10 @@ def start(ledger: Ledger, workspace: Path, session: str) -> str:
 def test_a_next_generations_session_start_waits_for_the_server_three_times(
     pg_url: str, workspace: Path
 ) -> None:
-    """The admission's reads with the node's lock, the fence with the lease, then the rest
-    with the commit: three waits (there were eight: the fence and the lease apart, the
-    session's row, the base's answer, the look for messages after the commit)."""
+    """The admission's reads with the node's lock and the workspace's binding, the fence with
+    the lease, then the rest with the commit: three waits (there were nine: the binding
+    looked up on its own, the fence and the lease apart, the session's row, the base's
+    answer, the look for messages after the commit)."""
     with Ledger.open(pg_url) as ledger:
         ledger.register_node(NODE)
         start(ledger, workspace, "first")
@@ -75,12 +77,56 @@ def test_a_next_generations_session_start_waits_for_the_server_three_times(
         trace = traced[0]
         assert ledger.get_node(NODE).generation == 2
         assert "generation 2" in told
-    # The workspace's lookup comes before the transaction; the transaction's statements
-    # from BEGIN on.
-    transaction = trace[trace.index('"BEGIN"') :]
-    assert '"WITH bumped AS' in transaction and "generation_base" in transaction
-    assert waits(transaction) == 3
-    assert waits(trace) == 4
+    # Nothing before the transaction: the workspace's binding is looked up inside it.
+    assert trace.index('"BEGIN"') < trace.index("FROM workspace_binding")
+    assert '"WITH bumped AS' in trace and "generation_base" in trace
+    assert waits(trace) == 3
+
+
+def test_a_workspace_bound_to_another_node_is_judged_for_that_node(
+    ledger_url: str, workspace: Path
+) -> None:
+    """The binding is looked up with the admission's first reads, on the configured node:
+    a binding to another node abandons that admission before anything is judged or written
+    for the configured node, and the session is judged for the bound node, as when the
+    binding was looked up first."""
+    with Ledger.open(ledger_url) as ledger:
+        ledger.register_node(NODE)
+        ledger.register_node("other")
+        records = HarnessLedger(ledger)
+        records.bind_workspace(str(workspace), "other", harness="claude-code", by="test")
+        before = [e.seq for e in ledger.history(NODE)]
+        told = start(ledger, workspace, "s-1")
+        session = records.session("s-1")
+        assert session is not None and session.node == "other" and session.state == "ADMITTED"
+        assert session.workspace == os.path.realpath(workspace)
+        assert "other" in told
+        lease = ledger.live_lease("other")
+        assert lease is not None and lease.lease_id == session.lease_id
+        assert ledger.live_lease(NODE) is None
+        assert [e.seq for e in ledger.history(NODE)] == before  # nothing for NODE
+        assert records.base_of("other", 1) == HEAD
+        # Its next call is the bound node's body's too.
+        hook(ledger, workspace, "s-1", "UserPromptSubmit", prompt="go")
+        assert records.session("s-1") == session
+
+
+def test_a_session_below_a_bound_workspace_records_the_bound_workspace(
+    ledger_url: str, workspace: Path
+) -> None:
+    """A session started in a directory below the workspace bound to the configured node is
+    that node's body, with the bound workspace recorded and its base read from there."""
+    below = workspace / "src" / "deep"
+    below.mkdir(parents=True)
+    with Ledger.open(ledger_url) as ledger:
+        ledger.register_node(NODE)
+        records = HarnessLedger(ledger)
+        records.bind_workspace(str(workspace), NODE, harness="claude-code", by="test")
+        start(ledger, below, "s-1")
+        session = records.session("s-1")
+        assert session is not None and session.node == NODE and session.state == "ADMITTED"
+        assert session.workspace == os.path.realpath(workspace)
+        assert records.base_of(NODE, 1) == HEAD
 
 
 def test_a_lost_fence_leaves_no_lease_though_the_lease_was_asked_beside_it(

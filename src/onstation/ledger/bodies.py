@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 from onstation.core.errors import BadInput
@@ -82,6 +83,15 @@ class HarnessLedger(BodyAdmission, GenerationBases, ToolOutcomes):
         candidates = workspace_candidates(path)
         sql = WORKSPACE_BINDINGS.format(marks=", ".join("?" for _ in candidates))
         return self.ledger._read_single(lambda tx, _now: closest_binding(tx.all(sql, candidates)))
+
+    def ask_node_for_workspace(self, path: str) -> Callable[[], tuple[str, str] | None]:
+        """:meth:`node_for_workspace` asked now and read when the function returned is
+        called: inside a unit of work on PostgreSQL the lookup then travels to the server
+        with the statements asked after it, in their round trip."""
+        candidates = workspace_candidates(path)
+        sql = WORKSPACE_BINDINGS.format(marks=", ".join("?" for _ in candidates))
+        asked = self.ledger._read(lambda tx, _now: tx.ask(sql, candidates))
+        return lambda: closest_binding(asked.all())
 
     # -- sessions as bodies -------------------------------------------------------------------
 

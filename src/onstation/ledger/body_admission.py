@@ -58,6 +58,7 @@ class BodyAdmission(Correspondence):
         source: str | None = None,
         host_gone: Callable[[dict[str, Any]], str | None] | None = None,
         launched_by: Callable[[dict[str, Any], dict[str, Any]], bool] | None = None,
+        where: Callable[[], str | None] | None = None,
     ) -> Admission:
         """Admit the session as the node's body if it has no live body; else refuse it.
 
@@ -94,6 +95,12 @@ class BodyAdmission(Correspondence):
         admitted on its next call. A known admitted session with no host recorded yet (one
         bound at launch) records its host at its SessionStart, so that /clear and a dead host
         are judged for it as for any other.
+
+        ``where``, when given, says the workspace instead of ``workspace``. It is called once
+        the judgement's first reads are back (on PostgreSQL, in their round trip), before
+        anything is judged or written, and may raise to abandon the admission, which is then
+        rolled back with its transaction: the hooks look up the workspace's binding with
+        those reads on the node they expect (``relief.hooks.HookRunner.handle``).
         """
         _validate_session_id(session_id)
         validate_name(harness, "harness")
@@ -109,7 +116,9 @@ class BodyAdmission(Correspondence):
             asked_session = tx.ask(self._q("session_by_id"), (session_id,))
             asked_live = tx.ask(self._q("session_live_lease"), (node, now))
             asked_spent = tx.ask(self._q("session_generation_spent_now"), (node, node))
-            current = self.ledger._locked_node(locked.one(), node)
+            node_row = locked.one()
+            place = workspace if where is None else where()
+            current = self.ledger._locked_node(node_row, node)
             row = asked_session.one()
             known = None if row is None else _session(row)
             if known is not None and known.node != node:
@@ -141,7 +150,7 @@ class BodyAdmission(Correspondence):
                                    lease_id=live[0])  # fmt: skip
                 bound = self._bind_session_in(
                     tx, now, known, session_id, harness, node, live[1], live[0], "ADMITTED",
-                    workspace, {"harness": "interactive"},
+                    place, {"harness": "interactive"},
                 )  # fmt: skip
                 return Admission(bound, True, False, holder, "admitted as the successor")
             seen: dict[str, Any] | None = None
@@ -154,7 +163,7 @@ class BodyAdmission(Correspondence):
                 old_id, old_generation, old_lease = stale
                 bound = self._bind_session_in(
                     tx, now, known, session_id, harness, node, old_generation, old_lease,
-                    "ADMITTED", workspace, record,
+                    "ADMITTED", place, record,
                 )  # fmt: skip
                 self._record_host(tx, now, session_id, node, old_lease, seen, old_id, source)
                 self.ledger._event(tx, now, node=node, kind="session.continued",
@@ -169,7 +178,7 @@ class BodyAdmission(Correspondence):
                     tx.send(self._q("session_lease_holder_set"), (holder, live[0]))
                     bound = self._bind_session_in(
                         tx, now, known, session_id, harness, node, live[1], live[0], "ADMITTED",
-                        workspace, launched_record or record,
+                        place, launched_record or record,
                     )  # fmt: skip
                     self._record_host(tx, now, session_id, node, live[0], seen, None, source)
                     self.ledger._event(tx, now, node=node, kind="session.launch_bound",
@@ -184,7 +193,7 @@ class BodyAdmission(Correspondence):
                     tx.send(self._q("session_lease_holder_set"), (holder, live[0]))
                     bound = self._bind_session_in(
                         tx, now, known, session_id, harness, node, live[1], live[0], "ADMITTED",
-                        workspace, record,
+                        place, record,
                     )  # fmt: skip
                     self._record_host(tx, now, session_id, node, live[0], seen, continued, source)
                     self.ledger._event(tx, now, node=node, kind="session.continued",
@@ -208,7 +217,7 @@ class BodyAdmission(Correspondence):
                     )  # fmt: skip
                     admitted = self._bind_session_in(
                         tx, now, known, session_id, harness, node, lease.generation, lease.lease_id,
-                        "ADMITTED", workspace, record,
+                        "ADMITTED", place, record,
                     )  # fmt: skip
                     self._record_host(tx, now, session_id, node, lease.lease_id, seen, None,
                                       source)  # fmt: skip
@@ -218,7 +227,7 @@ class BodyAdmission(Correspondence):
                     )  # fmt: skip
                 refused = self._bind_session_in(
                     tx, now, known, session_id, harness, node, current.generation, None, "REFUSED",
-                    workspace, None,
+                    place, None,
                 )  # fmt: skip
                 return Admission(
                     refused, False, False, live[2],
@@ -244,7 +253,7 @@ class BodyAdmission(Correspondence):
             acquired = live is None
             admitted = self._bind_session_in(
                 tx, now, known, session_id, harness, node, generation, lease_id, "ADMITTED",
-                workspace, record,
+                place, record,
             )  # fmt: skip
             self._record_host(tx, now, session_id, node, lease_id, seen, None, source)
             return Admission(admitted, True, False, holder, "admitted", lease_acquired=acquired)

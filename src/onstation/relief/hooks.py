@@ -107,22 +107,39 @@ class HookRunner(EffectHooks):
         if not session_id:
             return HookAnswer(notes=["payload has no session_id; nothing recorded"])
         workspace = call.cwd or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
-        found = self.records.node_for_workspace(workspace)
-        node = found[0] if found else self.config.node
-        if node is None:
+        # The workspace's binding names the node, else the configuration does. With a node
+        # configured, the binding is looked up with the admission's first reads, on that node
+        # (on PostgreSQL one round trip less a call); a binding to another node abandons
+        # that admission before it judges or writes anything, and the call is judged again
+        # for the bound node.
+        expected = self.config.node
+        found = None if expected is not None else self.records.node_for_workspace(workspace)
+        chosen = found[0] if found else expected
+        if chosen is None:
             return self._no_decision(event, HookAnswer())
         bound_to = found[1] if found else workspace
         # A session start's base commit, read from the repository's files now (never git
         # under the ledger's writer lock), is recorded with the admission: one durable commit
         # instead of two. When git must be asked, on_session_start asks it after the commit.
         head = head_commit(bound_to) if event == "SessionStart" else ASK_GIT
+        head_of = bound_to
 
-        def judge() -> Admission:
+        def judge(node: str, look_up: bool) -> Admission:
             # Anew on each attempt: what a rolled-back attempt read or wrote is not so.
             self._births, self._based, self._look = {}, False, None
+            lookup = self.records.ask_node_for_workspace(workspace) if look_up else None
+
+            def where() -> str:
+                nonlocal bound_to
+                binding = lookup() if lookup is not None else None
+                if binding is not None and binding[0] != node:
+                    raise _BoundElsewhere(binding)
+                bound_to = binding[1] if binding is not None else workspace
+                return bound_to
+
             admission = self.records.admit_session(
                 session_id, harness=self.harness, node=node,
-                workspace=bound_to,
+                workspace=bound_to, where=where if look_up else None,
                 host=self._host_process, source=call.source if event == "SessionStart" else None,
                 host_gone=_host_gone, launched_by=_launched_by,
             )  # fmt: skip
@@ -141,7 +158,7 @@ class HookRunner(EffectHooks):
                     and event in ("SessionStart", "UserPromptSubmit", "PostToolUse")
                 ):
                     self.records.set_transcript(session_id, os.path.expanduser(path))
-                if head is not ASK_GIT and admission.session.workspace == bound_to:
+                if head is not ASK_GIT and admission.session.workspace == head_of:
                     self._record_base(admission.session, head)
             if event == "SessionStart" and (admission.admitted or admission.fenced):
                 # Asked with the admission's statements and read by its take of messages
@@ -155,7 +172,13 @@ class HookRunner(EffectHooks):
 
         # The admission, its lease's renewal and the transcript's path commit together: a
         # session's first start wrote them in two synchronous commits.
-        admission = self.together(judge)
+        try:
+            admission = self.together(lambda: judge(chosen, found is None))
+        except _BoundElsewhere as moved:
+            bound_node, bound_to = moved.binding
+            head = head_commit(bound_to) if event == "SessionStart" else ASK_GIT
+            head_of = bound_to
+            admission = self.together(lambda: judge(bound_node, False))
         # A body whose lease this very call acquired has made no call before it: nothing of
         # its own can be waiting for an answer.
         if admission.admitted and not admission.fenced and not admission.lease_acquired:
@@ -472,6 +495,15 @@ class HookRunner(EffectHooks):
         session = admission.session
         current = self.ledger.get_node(session.node)
         return texts.refused(session.node, str(admission.reason), current.generation)
+
+
+class _BoundElsewhere(Exception):
+    """The workspace is bound to another node than the configured one the admission was
+    begun for: that admission is abandoned (rolled back) and the call judged for ``binding``."""
+
+    def __init__(self, binding: tuple[str, str]) -> None:
+        super().__init__(binding)
+        self.binding = binding
 
 
 def _host_gone(recorded: dict[str, Any]) -> str | None:
