@@ -23,7 +23,7 @@ from libpq_trace import tracing, waits
 from onstation.cli.hooks import hook_main, statusline_main
 from onstation.harness.adapters import HookCall
 from onstation.harness.config import WorkspaceConfig
-from onstation.ledger import Ledger, pg_ahead
+from onstation.ledger import Ledger, open_backend, pg_ahead
 from onstation.ledger.backends import PostgresBackend
 from onstation.ledger.bodies import HarnessLedger
 from onstation.relief import hotpath, hotpath_pg
@@ -397,3 +397,77 @@ def test_a_session_the_ledger_does_not_know_is_answered_as_before(
     with Ledger.open(pg_url) as ledger:
         assert HarnessLedger(ledger).session("sess-unknown") is None
         assert ledger.get_node(NODE).generation == 1
+
+
+def _start_payload(cwd: Path, session: str) -> dict[str, Any]:
+    return {"session_id": session, "cwd": str(cwd), "hook_event_name": "SessionStart",
+            "source": "startup"}  # fmt: skip
+
+
+def _hook_main(monkeypatch: pytest.MonkeyPatch, payload: dict[str, Any]) -> int:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(json.dumps(payload).encode())))
+    return hook_main(["claude-code", str(payload["hook_event_name"])], whole_process=False)
+
+
+def test_the_full_path_takes_a_connection_ahead_without_a_round_trip_to_check_it(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """A session start (the full path's) takes the connection a daemon made ahead without
+    asking the server first whether it answers: its first statements are the transaction's."""
+    _admitted(pg_url, tmp_path)
+    assert pg_ahead.connect_ahead(pg_url, dict(os.environ))
+    ahead = next(iter(pg_ahead._AHEAD.values()))[0]
+    with tracing(ahead._conn) as traced:
+        assert _hook_main(monkeypatch, _start_payload(tmp_path, "sess-2")) == 0
+    assert pg_ahead.took_ahead()
+    assert '"" "SELECT 1" 0' not in traced[0]  # the check's statement, never sent
+    assert traced[0].startswith('F\t13\tParse\t "" "BEGIN" 0')
+    assert "exec-1" in capsys.readouterr().out
+    ahead.close()
+
+
+def test_a_connection_ahead_the_server_ended_runs_the_call_again_on_a_new_one(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Taken unchecked and found dead by the call's first statement, before anything was
+    committed on it: the call runs again on a new connection and is answered as if the
+    connection had never been made ahead (a session's next start admitted, its context
+    given), the dead connection closed."""
+    _admitted(pg_url, tmp_path)
+    with Ledger.open(pg_url) as ledger:  # the first session ended: the next one is admitted
+        HookRunner(ledger, "claude-code", WorkspaceConfig(node=NODE)).handle(
+            _call(tmp_path, "SessionEnd", reason="other")
+        )
+    assert pg_ahead.connect_ahead(pg_url, dict(os.environ))
+    ahead = next(iter(pg_ahead._AHEAD.values()))[0]
+    with _admin(pg_url) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (int(ahead._conn.info.backend_pid),))
+    opened = _counting_connections(monkeypatch)
+    assert _hook_main(monkeypatch, _start_payload(tmp_path, "sess-2")) == 0
+    out = capsys.readouterr()
+    assert "generation 2" in out.out and "failed open" not in out.err.lower()
+    assert opened == [pg_url] and ahead._conn.closed
+    with Ledger.open(pg_url) as ledger:
+        session = HarnessLedger(ledger).session("sess-2")
+        assert session is not None and session.state == "ADMITTED" and session.generation == 2
+
+
+def test_a_connection_that_dies_after_a_commit_is_not_run_again(pg_url: str) -> None:
+    """Once a COMMIT was sent, what was done may have been committed: the work is not run
+    again (``dead_before_commit`` is false), as it was not before."""
+    assert pg_ahead.connect_ahead(pg_url, dict(os.environ))
+    backend = open_backend(pg_url, check_ahead=False)
+    assert isinstance(backend, PostgresBackend) and backend.unchecked
+    ledger = Ledger(backend)
+    ledger.register_node("after-commit")
+    with _admin(pg_url) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (int(backend._conn.info.backend_pid),))
+    with pytest.raises(psycopg.OperationalError):
+        ledger.register_node("after-commit-2")
+    assert backend.commit_sent and not backend.dead_before_commit()
+    backend.close()
+    checked = open_backend(pg_url)
+    assert isinstance(checked, PostgresBackend) and not checked.unchecked
+    checked.close()

@@ -180,10 +180,14 @@ def _top_level(raw: bytes, keys: tuple[str, ...]) -> dict[str, str]:
     return found
 
 
-def _open(payload: dict[str, Any], db: str | None, handed: Any = None) -> tuple[Any, Any]:
+def _open(
+    payload: dict[str, Any], db: str | None, handed: Any = None, *, check_ahead: bool = True
+) -> tuple[Any, Any]:
     """The ledger and the workspace configuration; ``handed``: the declined fast path's
     open connection (SQLite), which the ledger is opened on when it is to the same file, or
-    its PostgreSQL backend, taken when it is connected to the same URL."""
+    its PostgreSQL backend, taken when it is connected to the same URL. ``check_ahead``:
+    whether a PostgreSQL connection a daemon made ahead is checked before it is taken (one
+    round trip), else the caller runs its work again when that one turns out dead."""
     from onstation.harness.config import load_config
     from onstation.ledger import Ledger
 
@@ -210,7 +214,7 @@ def _open(payload: dict[str, Any], db: str | None, handed: Any = None) -> tuple[
         ledger = handed_ledger(handed, url)
         if ledger is not None:
             return ledger, config
-    return Ledger.open(url), config
+    return Ledger.open(url, check_ahead=check_ahead), config
 
 
 def _budget() -> float:
@@ -396,12 +400,21 @@ def _run(
     try:
         from onstation.relief.hooks import HookRunner
 
-        ledger, config = _open(payload, db, kept[0] if kept else None)
+        # A connection a daemon made ahead is taken unchecked: a dead one is found by the
+        # call's first statement, and the call then runs again on a new one.
+        ledger, config = _open(payload, db, kept[0] if kept else None, check_ahead=False)
         try:
-            runner = HookRunner(ledger, harness, config)
-            runner.deadline = deadline
-            runner.progress = progress
-            answer = runner.handle(call)
+            try:
+                answer = _handle(HookRunner(ledger, harness, config), deadline, progress, call)
+            except Exception:
+                # A daemon's connection, taken without a round trip to check it, that the
+                # server had ended: nothing was committed on it, so the call runs again on
+                # a new connection.
+                if not getattr(ledger.backend, "dead_before_commit", lambda: False)():
+                    raise
+                ledger.close()
+                ledger = type(ledger).open(ledger.backend.url)
+                answer = _handle(HookRunner(ledger, harness, config), deadline, progress, call)
         except BaseException:
             ledger.close()
             raise
@@ -417,6 +430,13 @@ def _run(
         output, late, code = _unjudged(harness, event, payload, db, message)
         return output, notes + late, code
     return answer.output, notes + answer.notes, answer.exit_code
+
+
+def _handle(runner: Any, deadline: float, progress: dict[str, Any], call: Any) -> Any:
+    """``runner``'s answer to ``call`` (a ``HookRunner``), within the call's budget."""
+    runner.deadline = deadline
+    runner.progress = progress
+    return runner.handle(call)
 
 
 def _unjudged(

@@ -561,6 +561,12 @@ class PostgresBackend:
         #: A daemon's server session lent to this process for one call (``ledger.pg_lent``):
         #: never closed here.
         self.lent = False
+        #: Taken from a daemon without the check that the server still answers on it
+        #: (``open_backend(check_ahead=False)``): the caller's first statement tells.
+        self.unchecked = False
+        #: Whether a COMMIT was ever sent on this connection: until then nothing it did can
+        #: have been committed, so a caller may run its work again on another connection.
+        self.commit_sent = False
         status = psycopg.pq.TransactionStatus
         #: A transaction still open on the server: idle inside it, or failed.
         self._open_states = (status.INTRANS, status.INERROR)
@@ -618,6 +624,7 @@ class PostgresBackend:
                     # the setting ends with the transaction, whichever way it ends).
                     conn.execute(b"SET LOCAL synchronous_commit TO OFF")
                 yield _PgPipelinedTx(conn, pipeline)
+                self.commit_sent = True
                 conn.execute(b"COMMIT")
             # Leaving the pipeline syncs it: a failed statement or COMMIT raises here.
         except BaseException:
@@ -696,6 +703,12 @@ class PostgresBackend:
         except self._psycopg.Error:
             return False
 
+    def dead_before_commit(self) -> bool:
+        """Whether this connection, taken unchecked, turned out dead before anything was
+        committed on it: the work done on it may be run again on a new connection."""
+        conn = self._conn
+        return self.unchecked and not self.commit_sent and (conn.closed or conn.broken)
+
     def close(self) -> None:
         if self.lent:
             return  # the daemon's server session, lent for this call: the daemon ends it
@@ -725,6 +738,7 @@ def open_backend(
     require_migrated: bool = True,
     create: bool = True,
     sqlite_connection: sqlite3.Connection | None = None,
+    check_ahead: bool = True,
 ) -> Backend:
     """Open the backend a ledger URL names (``None``: the default SQLite file).
 
@@ -732,6 +746,9 @@ def open_backend(
     (:class:`NoLedger`) and nothing is created: no file, no directory, no schema.
     ``sqlite_connection`` is a connection already open to the SQLite file the URL names
     (the caller has checked it is that file); the backend sets it up as its own.
+    ``check_ahead=False`` takes a PostgreSQL connection a daemon made ahead without asking
+    the server whether it still answers (a round trip): the caller runs its work again on a
+    new connection when that one turns out dead (``PostgresBackend.dead_before_commit``).
     """
     if url is None:
         path = default_sqlite_path()
@@ -746,8 +763,9 @@ def open_backend(
         pg_ahead.used(target)
         # A daemon's spare may have connected to this very ledger ahead (a migrated one, so
         # whatever this call asks of its opening holds for it).
-        ahead = pg_ahead.take(target, os.environ) if pg_ahead.held() else None
+        ahead = pg_ahead.take(target, os.environ, check=check_ahead) if pg_ahead.held() else None
         if ahead is not None:
+            ahead.unchecked = not check_ahead
             return ahead
         return PostgresBackend(target, require_migrated=require_migrated, create=create)
     path = Path(target).expanduser()

@@ -223,13 +223,17 @@ class LedgerBase:
         relief_policy: RespawnPolicy | None = None,
         create: bool = True,
         sqlite_connection: sqlite3.Connection | None = None,
+        check_ahead: bool = True,
     ) -> Self:
         """Open the ledger a URL names: a SQLite path (default) or a ``postgresql://`` URL.
 
         ``create=False`` refuses a ledger that does not exist instead of creating it;
         ``sqlite_connection`` is one already open to that SQLite file, set up as the
-        backend's own (:func:`onstation.ledger.backends.open_backend`)."""
-        backend = open_backend(url, create=create, sqlite_connection=sqlite_connection)
+        backend's own; ``check_ahead=False`` takes a connection a daemon made ahead
+        unchecked (:func:`onstation.ledger.backends.open_backend`)."""
+        backend = open_backend(
+            url, create=create, sqlite_connection=sqlite_connection, check_ahead=check_ahead
+        )
         return cls(backend, clock=clock, respawn_policy=respawn_policy,
                    relief_policy=relief_policy)  # fmt: skip
 
