@@ -410,7 +410,7 @@ def _run(
                 # A daemon's connection, taken without a round trip to check it, that the
                 # server had ended: nothing was committed on it, so the call runs again on
                 # a new connection.
-                if not getattr(ledger.backend, "dead_before_commit", lambda: False)():
+                if not ledger.backend.dead_before_commit():
                     raise
                 ledger.close()
                 ledger = type(ledger).open(ledger.backend.url)

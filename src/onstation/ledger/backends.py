@@ -135,6 +135,10 @@ class Backend(Protocol):
         """Get ready to be left open at the end of a whole process (never closed: a hook
         call's deliberate exit); nothing committed depends on it."""
 
+    def dead_before_commit(self) -> bool:
+        """Whether the connection, taken from a daemon unchecked, turned out dead before
+        anything was committed on it: the work done on it may be run again on another."""
+
 
 def _migrations(dialect: str) -> list[tuple[int, str]]:
     # A plain directory listing: importlib.resources costs ~10 ms of imports on every
@@ -404,6 +408,9 @@ class SqliteBackend:
         # Without the close's checkpoint the WAL would only grow: bounded as the fast path's
         # connection bounds it (the same function).
         settle_wal(self._conn, str(self.path))
+
+    def dead_before_commit(self) -> bool:
+        return False  # a file: never taken from a daemon unchecked
 
     def close(self) -> None:
         self._conn.close()

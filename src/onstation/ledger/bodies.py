@@ -80,16 +80,14 @@ class HarnessLedger(BodyAdmission, GenerationBases, ToolOutcomes):
 
     def node_for_workspace(self, path: str) -> tuple[str, str] | None:
         """(node, bound path) of the closest bound ancestor of ``path``, if any."""
-        candidates = workspace_candidates(path)
-        sql = WORKSPACE_BINDINGS.format(marks=", ".join("?" for _ in candidates))
+        sql, candidates = _bindings_of(path)
         return self.ledger._read_single(lambda tx, _now: closest_binding(tx.all(sql, candidates)))
 
     def ask_node_for_workspace(self, path: str) -> Callable[[], tuple[str, str] | None]:
         """:meth:`node_for_workspace` asked now and read when the function returned is
         called: inside a unit of work on PostgreSQL the lookup then travels to the server
         with the statements asked after it, in their round trip."""
-        candidates = workspace_candidates(path)
-        sql = WORKSPACE_BINDINGS.format(marks=", ".join("?" for _ in candidates))
+        sql, candidates = _bindings_of(path)
         asked = self.ledger._read(lambda tx, _now: tx.ask(sql, candidates))
         return lambda: closest_binding(asked.all())
 
@@ -338,6 +336,12 @@ class HarnessLedger(BodyAdmission, GenerationBases, ToolOutcomes):
         data = dict(zip(keys, row[:8], strict=True))
         data["reported_at"] = _at(row[8]).isoformat().replace("+00:00", "Z")
         return data
+
+
+def _bindings_of(path: str) -> tuple[str, list[str]]:
+    """The statement reading the bindings of ``path`` and its ancestors, and its parameters."""
+    candidates = workspace_candidates(path)
+    return WORKSPACE_BINDINGS.format(marks=", ".join("?" for _ in candidates)), candidates
 
 
 __all__ = [

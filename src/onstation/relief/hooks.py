@@ -127,19 +127,20 @@ class HookRunner(EffectHooks):
         def judge(node: str, look_up: bool) -> Admission:
             # Anew on each attempt: what a rolled-back attempt read or wrote is not so.
             self._births, self._based, self._look = {}, False, None
-            lookup = self.records.ask_node_for_workspace(workspace) if look_up else None
+            where: Callable[[], str] | None = None
+            if look_up:
+                lookup = self.records.ask_node_for_workspace(workspace)
 
-            def where() -> str:
-                nonlocal bound_to
-                binding = lookup() if lookup is not None else None
-                if binding is not None and binding[0] != node:
-                    raise _BoundElsewhere(binding)
-                bound_to = binding[1] if binding is not None else workspace
-                return bound_to
+                def bound_place() -> str:
+                    binding = lookup()
+                    if binding is not None and binding[0] != node:
+                        raise _BoundElsewhere(binding)
+                    return binding[1] if binding is not None else workspace
 
+                where = bound_place
             admission = self.records.admit_session(
                 session_id, harness=self.harness, node=node,
-                workspace=bound_to, where=where if look_up else None,
+                workspace=bound_to, where=where,
                 host=self._host_process, source=call.source if event == "SessionStart" else None,
                 host_gone=_host_gone, launched_by=_launched_by,
             )  # fmt: skip
