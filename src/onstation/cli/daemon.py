@@ -572,15 +572,19 @@ class Daemon:
                 os.closerange(low, fd)
                 low = fd + 1
             os.closerange(low, os.sysconf("SC_OPEN_MAX"))
-            # While no call has come: open the last call's ledger (docs/daemon.md), compile
-            # the statements a session runs on it, then copy the pages it dirtied (a chunk
-            # at a time: a call that arrives stops either).
+            # Once the calls running when it was forked have ended (until then the warm-up
+            # would take a core from them) and while no call has come: open the last call's
+            # ledger (docs/daemon.md), compile the statements a session runs on it, then
+            # copy the pages it dirtied (a chunk at a time: a call that arrives stops
+            # either).
+            poller = select.poll()
+            poller.register(keep, select.POLLIN)
+            _await_calls_done(list(self.calls), keep)
             ahead = self.ahead is not None and fastpath.open_ahead(self.ahead)
             if self.ahead_pg is not None and not self.lent.has(*self.ahead_pg):
                 pg_ahead.connect_ahead(*self.ahead_pg, warm=hotpath_pg.warm)
-            prefault = daemon_pages.Prefault([] if learn else self.hot)
-            poller = select.poll()
-            poller.register(keep, select.POLLIN)
+            called = bool(poller.poll(0))
+            prefault = daemon_pages.Prefault([] if learn or called else self.hot)
             if ahead and self.ahead is not None:  # the warm-up's statements (ledger.fastpath)
                 fastpath.compile_ahead(self.ahead, lambda: bool(poller.poll(0)))
             while not prefault.done and not poller.poll(0):
@@ -597,6 +601,46 @@ class Daemon:
         if slot >= 0:
             self.lent.adopt(slot)
         run_call(int.from_bytes(got[:4], "big"), got[8:], fds, channel, learn=learn)
+
+
+def _await_calls_done(pids: list[int], channel: int) -> None:  # pragma: no cover - spare
+    """Return once every call in flight when this spare was forked (``pids``, the daemon's
+    children) has ended, or at once when a call comes on ``channel``: the spare's warm-up
+    then never takes a core from a call still running (docs/daemon.md)."""
+    daemon = os.getppid()
+    waiting = select.poll()
+    waiting.register(channel, select.POLLIN)
+    opened: list[int] = []
+    watched: set[int] = set()
+    try:
+        for pid in pids:
+            try:
+                fd = os.pidfd_open(pid)
+            except OSError:
+                continue  # ended and reaped already
+            opened.append(fd)
+            # Opened after the number was reaped and reused, it names another process.
+            if _parent_of(pid) == daemon:
+                waiting.register(fd, select.POLLIN)
+                watched.add(fd)
+        while watched:
+            for fd, _mask in waiting.poll():
+                if fd == channel:
+                    return
+                watched.discard(fd)
+                waiting.unregister(fd)
+    finally:
+        for fd in opened:
+            os.close(fd)
+
+
+def _parent_of(pid: int) -> int | None:
+    """The parent process id of ``pid`` (``/proc/PID/stat``), None when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return int(fh.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 _NAMESPACES = ("mnt", "pid", "user", "net", "ipc", "uts", "cgroup")
