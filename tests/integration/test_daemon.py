@@ -373,7 +373,8 @@ def test_a_daemon_and_child_gone_without_a_word_leave_one_line_and_exit_1(
         before = _notes(db)
         daemon_pid = d.status()["pid"]
         children = _children(daemon_pid)
-        assert len(children) == 2  # the call's child and the next spare
+        # The call's child only: a lone call's next spare is forked once it has ended.
+        assert len(children) == 1
         os.kill(daemon_pid, signal.SIGKILL)
         for child in children:
             os.kill(child, signal.SIGKILL)
@@ -684,9 +685,9 @@ def test_the_daemon_lends_one_server_session_to_its_postgresql_calls(pg_url: str
               "a new session held")  # fmt: skip
         [(remade, _state)] = _pg_connections(pg_url, app)
         lent = d.status()["lent"]
-        for _ in range(2):  # the first spare after it was forked before it was made
+        for _ in range(2):  # the spare after it is forked once it is made: it holds it
             assert d.cli("node", "show", "alpha").returncode == 0
-        assert d.status()["lent"] == lent + 1
+        assert d.status()["lent"] == lent + 2
         assert _pg_connections(pg_url, app) == [(remade, "idle")]
     finally:
         d.stop()
@@ -743,13 +744,13 @@ def test_a_ledger_the_calls_name_themselves_is_learnt_from_their_report(pg_url: 
         maps = Path(f"/proc/{d.status()['pid']}/maps")
         assert "psycopg" not in maps.read_text()
         assert d.cli("node", "register", "alpha", "--db", pg_url).returncode == 0
-        # The spare forked at the first hand-over could not know; the one after it does.
+        # The next spare is forked once that call has ended: it knows from its report.
         assert d.cli("node", "show", "alpha", "--db", pg_url).returncode == 0
         _wait(lambda: len(_pg_connections(pg_url, app)) == 1, "the spare's connection")
         assert "psycopg" in maps.read_text()
         shown = d.cli("node", "show", "alpha", "--db", pg_url)
         assert shown.returncode == 0 and "alpha" in shown.stdout
-        assert d.served() == 3 and d.status()["ahead_taken"] == 1
+        assert d.served() == 3 and d.status()["ahead_taken"] == 2
     finally:
         d.stop()
 

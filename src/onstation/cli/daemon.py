@@ -293,6 +293,11 @@ class Daemon:
             # A quiet moment: no call waits while the server session is made. The spare
             # forked next holds it.
             self.lent.make_wanted(warm=hotpath_pg.warm)
+        if self.spare is None and not self.calls and not self.stopping:
+            # The spare that took the last call is replaced once no call runs (its fork
+            # would take a core from one), knowing what the ended calls used; when calls
+            # overlap, at once (_accept).
+            self._refill()
         if self._idle_long_enough():
             self.stopping = self.idled = True
         if self.stopping:
@@ -333,8 +338,6 @@ class Daemon:
             if self.spare is not None and pid == self.spare[0]:
                 self.spare[1].close()
                 self.spare = None
-                if not self.stopping:
-                    self._refill()
                 continue
             call = self.calls.pop(pid, None)
             if call is None:
@@ -429,8 +432,11 @@ class Daemon:
             for fd in fds:  # the child holds its own copies
                 os.close(fd)
             fds = []
-            if handed:
-                self._refill()  # after the close: the next spare must not inherit them
+            if handed and len(self.calls) > 1:
+                # Calls overlap: the next may well come before these end, so its spare is
+                # made now (after the close: it must not inherit the descriptors). A lone
+                # call's next spare is forked once it has ended (_turn), not beside it.
+                self._refill()
         except (OSError, ValueError, IndexError):
             pass  # a malformed or vanished client: dropped, it runs its command itself
         except Exception:  # a defect here must not end the daemon: say it in the log
