@@ -513,9 +513,9 @@ class Daemon:
         self.spare = None
         self.calls[child] = _Call(conn, channel, environ)
         self._last_call = time.monotonic()
-        # Guesses for the next spare (forked before this call ends, so before its child's
-        # report names what it used): the ledger this call's environment names. Made after
-        # the hand-over, off the caller's clock.
+        # Guesses for the next spare (one forked before this call ends, when calls overlap,
+        # has no report of what it used yet): the ledger this call's environment names.
+        # Made after the hand-over, off the caller's clock.
         self.ahead = daemon_pages.named_ledger(environ) or self.ahead
         self.ahead_pg = guess
         return True
