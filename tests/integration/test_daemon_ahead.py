@@ -313,3 +313,35 @@ def _children(daemon_pid: str) -> list[str]:
         return Path(f"/proc/{daemon_pid}/task/{daemon_pid}/children").read_text().split()
     except OSError:
         return []
+
+
+def test_a_spare_that_cannot_be_forked_leaves_the_daemon_serving(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The daemon forks a lone call's next spare in its loop once the call has ended: a fork
+    refused there (a process limit, no memory) used to end the daemon with the OSError;
+    now it says so in its log, keeps no descriptor of the attempt and tries again."""
+    import errno
+
+    from onstation.cli.daemon import Daemon
+
+    directory = tempfile.mkdtemp(prefix="osf-")
+    os.chmod(directory, 0o700)
+    d = Daemon(os.path.join(directory, "d.sock"))
+    try:
+        d.bind()
+
+        def refused() -> int:
+            raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+
+        monkeypatch.setattr(os, "fork", refused)
+        fds = set(os.listdir("/proc/self/fd"))
+        d._turn()  # nothing to serve: the turn tries to make a spare, and goes on
+        assert d.spare is None and not d.stopping
+        assert set(os.listdir("/proc/self/fd")) == fds
+        assert "spare not forked: Resource temporarily unavailable" in capsys.readouterr().err
+    finally:
+        d._close_listener()
+        os.close(d._wake_r)
+        os.close(d._wake_w)
+        shutil.rmtree(directory, ignore_errors=True)

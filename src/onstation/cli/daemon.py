@@ -297,7 +297,13 @@ class Daemon:
             # The spare that took the last call is replaced once no call runs (its fork
             # would take a core from one), knowing what the ended calls used; when calls
             # overlap, at once (_accept).
-            self._refill()
+            try:
+                self._refill()
+            except OSError as exc:
+                # No process to be had now (a limit, no memory): the daemon goes on, the
+                # next turn tries again, and a call meanwhile has one forked for it or runs
+                # in its own process.
+                print(f"spare not forked: {exc.strerror or exc}", file=sys.stderr, flush=True)
         if self._idle_long_enough():
             self.stopping = self.idled = True
         if self.stopping:
@@ -545,7 +551,12 @@ class Daemon:
         learn = not self.hot or self.spares % daemon_pages.LEARN_EVERY == 0
         self.spares += 1
         self.spare_slots = self.lent.slots()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            parent_end.close()
+            child_end.close()
+            raise
         if pid == 0:  # pragma: no cover - runs in the forked child (tested end to end)
             parent_end.close()
             self._become_spare(child_end, learn)
