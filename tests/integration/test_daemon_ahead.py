@@ -320,7 +320,7 @@ def test_a_spare_that_cannot_be_forked_leaves_the_daemon_serving(
 ) -> None:
     """The daemon forks a lone call's next spare in its loop once the call has ended: a fork
     refused there (a process limit, no memory) used to end the daemon with the OSError;
-    now it says so in its log, keeps no descriptor of the attempt and tries again."""
+    now it says so in its log (once), keeps no descriptor of the attempt and tries again."""
     import errno
 
     from onstation.cli.daemon import Daemon
@@ -340,6 +340,8 @@ def test_a_spare_that_cannot_be_forked_leaves_the_daemon_serving(
         assert d.spare is None and not d.stopping
         assert set(os.listdir("/proc/self/fd")) == fds
         assert "spare not forked: Resource temporarily unavailable" in capsys.readouterr().err
+        d._turn()  # still refused: tried again, said once
+        assert d.spare is None and capsys.readouterr().err == ""
     finally:
         d._close_listener()
         os.close(d._wake_r)

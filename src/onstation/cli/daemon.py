@@ -214,6 +214,8 @@ class Daemon:
         self._last_call = time.monotonic()
         self.stopping = False
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        #: Whether the last attempt to fork a spare in the loop failed (said once in the log).
+        self._unforked = False
 
     # -- setting up ------------------------------------------------------------------------
 
@@ -299,11 +301,15 @@ class Daemon:
             # overlap, at once (_accept).
             try:
                 self._refill()
+                self._unforked = False
             except OSError as exc:
                 # No process to be had now (a limit, no memory): the daemon goes on, the
                 # next turn tries again, and a call meanwhile has one forked for it or runs
-                # in its own process.
-                print(f"spare not forked: {exc.strerror or exc}", file=sys.stderr, flush=True)
+                # in its own process. Said once until a fork succeeds again.
+                if not self._unforked:
+                    print(f"spare not forked: {exc.strerror or exc}", file=sys.stderr,
+                          flush=True)  # fmt: skip
+                self._unforked = True
         if self._idle_long_enough():
             self.stopping = self.idled = True
         if self.stopping:
