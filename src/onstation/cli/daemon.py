@@ -47,6 +47,7 @@ from onstation.cli.daemon_child import CLIENT_TIMEOUT, run_call
 from onstation.cli.daemon_preload import PACKAGE, load_postgres
 from onstation.cli.daemon_watch import PackageWatch
 from onstation.core.errors import BadInput, Conflict, OnstationError
+from onstation.harness.process_table import parse_stat_parent
 from onstation.ledger import fastpath, pg_ahead
 from onstation.ledger.pg_lent import LentSessions
 from onstation.relief import hotpath_pg
@@ -639,8 +640,8 @@ def _await_calls_done(pids: list[int], channel: int) -> None:  # pragma: no cove
         for pid in pids:
             try:
                 fd = os.pidfd_open(pid)
-            except OSError:
-                continue  # ended and reaped already
+            except (OSError, AttributeError):
+                continue  # ended and reaped already (or no pidfds here: not waited on)
             opened.append(fd)
             # Opened after the number was reaped and reused, it names another process.
             if _parent_of(pid) == daemon:
@@ -660,9 +661,9 @@ def _await_calls_done(pids: list[int], channel: int) -> None:  # pragma: no cove
 def _parent_of(pid: int) -> int | None:
     """The parent process id of ``pid`` (``/proc/PID/stat``), None when it cannot be read."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return int(fh.read().rsplit(b")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            return parse_stat_parent(fh.read())[0]
+    except (OSError, ValueError):
         return None
 
 
