@@ -92,3 +92,28 @@ def test_a_reread_reads_again_only_after_a_commit(
     make_ledger().register_node("exec-9")  # a commit on another connection
     before = len(reads)
     assert poll() == 1 and len(reads) == before + 1
+
+
+def test_own_changes_grow_with_this_connections_writes_alone(
+    ledger: Ledger, make_ledger: Callable[..., Ledger]
+) -> None:
+    """``Ledger.own_changes``: on SQLite the rows this connection changed, grown by its own
+    writes and by nothing else, neither its reads nor
+    another connection's commits; PostgreSQL does not count them (None)."""
+    before = ledger.own_changes()
+    if ledger.backend.name == "postgres":
+        _team(ledger)
+        assert before is None and ledger.own_changes() is None
+        return
+    assert isinstance(before, int)
+    _team(ledger)
+    written = ledger.own_changes()
+    assert written is not None and written > before
+    ledger.get_node("exec-0")
+    ledger.open_effects("exec-0")
+    assert ledger.own_changes() == written  # reads change no row
+    other = make_ledger()
+    other.register_node("exec-9")  # a commit on another connection
+    assert ledger.own_changes() == written and (other.own_changes() or 0) > 0
+    ledger.fence("exec-0", expect_generation=1)
+    assert (ledger.own_changes() or 0) > written

@@ -142,6 +142,42 @@ def test_the_checker_skips_a_look_only_when_nothing_was_committed(tmp_path: Path
         other.close()
 
 
+def test_a_runs_checks_take_no_statement_until_one_of_its_connections_writes(
+    tmp_path: Path,
+) -> None:
+    """A seed's checks after each step take their token from the rows each of the run's
+    connections changed (issue 14: PRAGMA data_version was a statement on every step): with
+    nothing written no statement runs at all; a write by the bodies' connection, or by the
+    run's own, is read and checked at the next step."""
+    from onstation.sim.run import _Run
+
+    run = _Run(7, 2, 1.0, None, tmp_path)
+    try:
+        statements: list[str] = []
+        run.ledger.backend._conn.set_trace_callback(statements.append)  # type: ignore[attr-defined]
+        run._step()  # the first look reads the LIVE leases
+        assert statements
+        statements.clear()
+        run._step()
+        run._step()
+        assert statements == []
+        body = run.world.body_ledger
+        assert body is not None
+        body.register_node("agent-9", role="executor", by="test")
+        seen = run.checks.cursor
+        run._step()
+        assert run.checks.cursor > seen and any("FROM event" in s for s in statements)
+        statements.clear()
+        run._step()
+        assert statements == []
+        run.ledger.fence("agent-9", expect_generation=1, by="test")
+        seen = run.checks.cursor
+        run._step()
+        assert run.checks.cursor > seen
+    finally:
+        run.close()
+
+
 def test_the_history_digest_is_that_of_the_whole_history(tmp_path: Path) -> None:
     """The checker hashes the events as it reads them (issue 14: the history is not read a
     second time at the end of a run); its digest is the one of the whole history read at

@@ -131,6 +131,12 @@ class Backend(Protocol):
         """A value that stays equal while nothing is committed to the database, by this
         connection or any other; None where the backend cannot tell."""
 
+    def own_changes(self) -> int | None:
+        """How many rows this connection has inserted, updated or deleted since it opened
+        (rolled-back ones included: it only grows), read without a statement; None where the
+        backend does not count them. Equal twice: this connection committed nothing between
+        (another connection may have)."""
+
     def leave_open(self) -> None:
         """Get ready to be left open at the end of a whole process (never closed: a hook
         call's deliberate exit); nothing committed depends on it."""
@@ -403,6 +409,9 @@ class SqliteBackend:
         # process) commits; total_changes counts the rows this connection changed.
         version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
         return version, self._conn.total_changes
+
+    def own_changes(self) -> int:
+        return self._conn.total_changes
 
     def leave_open(self) -> None:
         # Without the close's checkpoint the WAL would only grow: bounded as the fast path's
@@ -695,6 +704,9 @@ class PostgresBackend:
 
     def change_token(self) -> None:
         return None  # no cheap equivalent of SQLite's data_version: a reader reads
+
+    def own_changes(self) -> None:
+        return None  # psycopg keeps no running count of a session's changed rows
 
     def leave_open(self) -> None:
         return None  # the server ends the session when the process ends
