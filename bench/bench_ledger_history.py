@@ -8,7 +8,8 @@ ledger is filled in bulk with plain SQL in one transaction: the events spread ov
 quiet since), and per 1,000 events one past
 generation of every node, with its fenced lease and five revoked grants (so at 1M rows each
 node has 1,000 past generations and 5,000 revoked grants), a committed effect per 10 events,
-and each node's current generation with a live lease and three live grants. Then, through
+and each node's current generation with a live lease and three live grants, and a halt
+raised and lifted per 100 events (global and per node alike; none in force). Then, through
 the library, the time per call of:
 
 - ``history(node, limit=50)`` of the busy node and of the quiet one, and
@@ -16,7 +17,9 @@ the library, the time per call of:
 - fence (compare-and-swap, revoking the live lease and the generation's live grant) + admit
   (``acquire_lease``) of the new generation: one round trip;
 - ``live_grants(node, generation)`` (every PreToolUse of a body holding grants);
-- ``issue_grant`` and ``intend_effect`` (a new effect each time).
+- ``issue_grant`` and ``intend_effect`` (a new effect each time);
+- ``halts()``, the halts in force (the team lead's every poll; an admission and a new effect
+  ask the same of one node).
 
 Baseline: the same operation on the smallest history (1k rows), in the same run. The ratio
 largest/smallest is printed; "flat" when it is at most 1.5x, else "GROWS". All sizes are
@@ -73,6 +76,7 @@ OPERATIONS = (
     "live_grants(node, gen)",
     "issue_grant",
     "intend_effect",
+    "halts in force",
 )
 
 
@@ -145,6 +149,14 @@ def _fill_statements(size: int, now: int, postgres: bool) -> list[tuple[str, tup
         max(1, size // 10),
         f"SELECT 'fx-' || i, {node}, (i / {NODES}) % {past} + 1, 'fp-' || i, 'git.push', "
         f"'origin/branch-' || i, '{{}}', 'COMMITTED', {now}, {now}",
+    )
+    # Halts raised and lifted since (one per 100 events; none in force, or nothing could be
+    # admitted): every admission, new effect and lead poll asks whether one covers a node.
+    add(
+        "INSERT INTO halt (node, by, why, at, lifted_at, lifted_by)",
+        max(1, size // 100),
+        f"SELECT CASE WHEN i % 2 = 0 THEN NULL ELSE {node} END, 'bench', 'filled', {now}, "
+        f"{now}, 'bench'",
     )
     add(
         "INSERT INTO event (node, kind, generation, actor, detail, at)",
@@ -219,6 +231,7 @@ class _Subject:
         self._timed(OPERATIONS[6], lambda: ledger.intend_effect(
             WORKED, generation=gen, operation="git.push", destination=f"origin/bench-{n}",
             arguments={"round": n}))  # fmt: skip
+        self._timed(OPERATIONS[7], ledger.halts)
 
     def median_ms(self, name: str) -> float:
         return statistics.median(self.times[name][WARM_UP:]) * 1000
