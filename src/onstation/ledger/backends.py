@@ -317,6 +317,10 @@ class SqliteBackend:
             raise LedgerUnavailable(f"ledger {path} is not usable: {exc}") from exc
         #: One statement runner for the connection: it holds no state of its own.
         self._tx = _SqliteTx(self._conn)
+        # Nor do the two kinds of writing transaction: made once, entered on every write
+        # (one transaction at a time on a connection: BEGIN IMMEDIATE refuses a second).
+        self._writes = (_SqliteWrite(self._conn, path, self._tx, False),
+                        _SqliteWrite(self._conn, path, self._tx, True))  # fmt: skip
 
     @staticmethod
     def _prepare_directory(path: Path) -> None:
@@ -336,7 +340,7 @@ class SqliteBackend:
                 raise UnsafeLedger(f"ledger {path} is writable by others; refusing to open it")
 
     def write(self, *, relaxed: bool = False) -> _SqliteWrite:
-        return _SqliteWrite(self._conn, self.path, self._tx, relaxed)
+        return self._writes[relaxed]
 
     @contextmanager
     def read(self) -> Iterator[Tx]:

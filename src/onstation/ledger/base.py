@@ -693,8 +693,11 @@ def _check_generation(value: int, field: str) -> None:
         )
 
 
+_NO_TIME = timedelta(0)
+
+
 def _check_ttl(ttl: timedelta) -> None:
-    if ttl <= timedelta(0):
+    if ttl <= _NO_TIME:
         raise BadInput("--ttl: must be positive", field="ttl")
     if ttl > MAX_LEASE_TTL:
         raise BadInput(f"--ttl: at most {int(MAX_LEASE_TTL.total_seconds())} seconds", field="ttl")

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import timedelta
+from functools import lru_cache
 from typing import NoReturn
 
 from onstation.core.errors import (
@@ -42,7 +43,15 @@ from onstation.ledger.fastpath import RELEASE_REASON
 
 
 def _ints(values: list[int]) -> str:
+    if len(values) == 1:  # a fence's usual lists: one lease, one generation
+        return f"[{int(values[0])}]"
     return "[" + ", ".join([str(int(v)) for v in values]) + "]"
+
+
+@lru_cache(maxsize=64)
+def _quoted(text: str) -> str:
+    """``json.dumps(text)``, remembered: a fence's few reasons come back on every fence."""
+    return json.dumps(text)
 
 
 def _acquired_detail(holder: str | None, lease_id: int, ttl_seconds: int) -> str:
@@ -57,7 +66,7 @@ def _fenced_detail(
     """The node.fenced event's detail: what the fence revoked, and why."""
     return (
         f'{{"fenced_generations": {_ints(generations)}, "previous_generation": {int(previous)}, '
-        f'"reason": {json.dumps(reason)}, "revoked_grants": {_ints(grants)}, '
+        f'"reason": {_quoted(reason)}, "revoked_grants": {_ints(grants)}, '
         f'"revoked_leases": {_ints(leases)}}}'
     )
 
