@@ -9,7 +9,9 @@ quiet since), and per 1,000 events one past
 generation of every node, with its fenced lease and five revoked grants (so at 1M rows each
 node has 1,000 past generations and 5,000 revoked grants), a committed effect per 10 events,
 and each node's current generation with a live lease and three live grants, and a halt
-raised and lifted per 100 events (global and per node alike; none in force). Then, through
+raised and lifted per 100 events (global and per node alike; none in force); per 10 events
+a session's last fill reading and a note, per 100 a settled episode, per 20 an APPROACH
+message and its reply, spread over the nodes as the events are. Then, through
 the library, the time per call of:
 
 - ``history(node, limit=50)`` of the busy node and of the quiet one, and
@@ -19,7 +21,11 @@ the library, the time per call of:
 - ``live_grants(node, generation)`` (every PreToolUse of a body holding grants);
 - ``issue_grant`` and ``intend_effect`` (a new effect each time);
 - ``halts()``, the halts in force (the team lead's every poll; an admission and a new effect
-  ask the same of one node).
+  ask the same of one node);
+- ``latest_fill(node)`` (the team view, of every identity on every poll), the node's open
+  episode (a relief's brief, capsule and launch) and its open exchanges (a relief, before
+  its fence), read through the partial index of unanswered exchanges: a reply marks the
+  message it answers (the fill marks its replies' messages so too).
 
 Baseline: the same operation on the smallest history (1k rows), in the same run. The ratio
 largest/smallest is printed; "flat" when it is at most 1.5x, else "GROWS". All sizes are
@@ -48,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from onstation.ledger import Ledger, open_backend
+from onstation.ledger.bodies import HarnessLedger
 
 SIZES = tuple(
     int(s) for s in os.environ.get("ONSTATION_BENCH_HISTORY_SIZES", "1000,10000,100000,1000000")
@@ -77,6 +84,9 @@ OPERATIONS = (
     "issue_grant",
     "intend_effect",
     "halts in force",
+    "latest_fill(node)",
+    "episodes(node, open_only)",
+    "open_exchanges(node)",
 )
 
 
@@ -158,6 +168,38 @@ def _fill_statements(size: int, now: int, postgres: bool) -> list[tuple[str, tup
         f"SELECT CASE WHEN i % 2 = 0 THEN NULL ELSE {node} END, 'bench', 'filled', {now}, "
         f"{now}, 'bench'",
     )
+    # What else accumulates per node, spread over the nodes as the events are: a session's
+    # last fill reading and a note per 10 events, a settled episode per 100, and per 20 an
+    # APPROACH message with its reply.
+    add(
+        "INSERT INTO telemetry (session_id, node, generation, percent, used_tokens, "
+        "window_tokens, source, model, tier, reported_at)",
+        max(1, size // 10),
+        f"SELECT 'session-' || i, {node}, 1, 27.5, 55000, 200000, 'statusline', 'bench', "
+        f"'amber', {now} - i",
+    )
+    add(
+        "INSERT INTO note (node, generation, kind, text, rationale, at)",
+        max(1, size // 10),
+        f"SELECT {node}, 1, 'decision', 'decided ' || i, 'filled', {now}",
+    )
+    add(
+        "INSERT INTO work_episode (node, objective, state, opened_at, closed_at)",
+        max(1, size // 100),
+        f"SELECT {node}, 'episode ' || i, 'SETTLED', {now}, {now}",
+    )
+    add(
+        "INSERT INTO message (sender, recipient, kind, body, created_at)",
+        max(1, size // 20),
+        f"SELECT 'coord', {node}, 'APPROACH', 'approaching ' || i, {now}",
+    )
+    statements.append((
+        "INSERT INTO message (sender, recipient, kind, body, reply_to, created_at) "
+        "SELECT recipient, sender, 'REPLY', 'ready', message_id, created_at FROM message "
+        "WHERE kind = 'APPROACH'", (),
+    ))  # fmt: skip
+    # As the ledger's own reply does in the same transaction: each answered message is so.
+    statements.append(("UPDATE message SET answered_at = created_at WHERE kind = 'APPROACH'", ()))
     add(
         "INSERT INTO event (node, kind, generation, actor, detail, at)",
         size,
@@ -200,6 +242,7 @@ class _Subject:
 
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
+        self.records = HarnessLedger(ledger)
         self.generation = ledger.get_node(WORKED).generation
         self.round = 0
         self.times: dict[str, list[float]] = {name: [] for name in OPERATIONS}
@@ -232,6 +275,9 @@ class _Subject:
             WORKED, generation=gen, operation="git.push", destination=f"origin/bench-{n}",
             arguments={"round": n}))  # fmt: skip
         self._timed(OPERATIONS[7], ledger.halts)
+        self._timed(OPERATIONS[8], lambda: self.records.latest_fill(WORKED))
+        self._timed(OPERATIONS[9], lambda: ledger.episodes(WORKED, open_only=True))
+        self._timed(OPERATIONS[10], lambda: self.records.open_exchanges(WORKED))
 
     def median_ms(self, name: str) -> float:
         return statistics.median(self.times[name][WARM_UP:]) * 1000

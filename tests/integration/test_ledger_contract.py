@@ -81,9 +81,16 @@ def test_actors_and_episodes(ledger: Ledger) -> None:
     assert [(r.generation, r.lease_id, r.episode_id) for r in runs] == [
         (1, lease.lease_id, ep.episode_id)
     ]
+    assert ledger.episodes("coord", open_only=True) == ledger.episodes("coord") == [ep]
     settled = ledger.settle_episode("coord")
     assert settled.state == "SETTLED"
     assert [e.state for e in ledger.episodes("coord")] == ["SETTLED"]
+    assert ledger.episodes("coord", open_only=True) == []
+    second = ledger.open_episode("coord", "the signup page")
+    assert [e.state for e in ledger.episodes("coord")] == ["SETTLED", "OPEN"]
+    assert ledger.episodes("coord", open_only=True) == [second]
+    with pytest.raises(BadInput):
+        ledger.episodes("nobody", open_only=True)
 
 
 # -- leases and fencing -----------------------------------------------------------------------
@@ -738,6 +745,35 @@ def test_the_halts_in_force_are_read_through_their_own_index(ledger: Ledger) -> 
         assert "halt_in_force" in plan, (name, plan)
     assert ledger.halts() == [] and len(ledger.halts(active_only=False)) == 3
     assert ledger.acquire_lease("a").generation == 1
+
+
+def test_a_nodes_own_rows_are_read_without_reading_every_nodes(ledger: Ledger) -> None:
+    """Questions about one node's (or one lease's, one message's) rows in tables that only
+    accumulate read them through an index (schema version 17), never the whole table: a
+    session's last fill reading (the team view, per identity and poll), notes, episodes, the
+    replies to open exchanges, the session bound at a launch, host witnesses, the bound
+    workspace, the LIVE leases past their expiry (the alert pass), and the open episode
+    alone (a relief's brief, capsule and launch ask for it). SQLite's plan names
+    an index for each table; PostgreSQL's, with sequential scans off, scans none."""
+    questions: dict[str, tuple[object, ...]] = {
+        "telemetry_latest_of_node": ("a",),
+        "notes_of_node": ("a",),
+        "episodes_of_node": ("a",),
+        "episodes_open_of_node": ("a",),
+        "message_open_exchanges": ("a",),
+        "body_provisional_launch": ("a", 1, 1),
+        "body_hosts_of_node": ("a",),
+        "workspace_latest_of_node": ("a",),
+        "alert_overdue_leases": (0,),
+    }
+    for name, params in questions.items():
+        plan = _plan(ledger, ledger._q(name), params)
+        if ledger.backend.name == "sqlite":
+            unindexed = [line for line in plan.splitlines()
+                         if re.search(r"\bSCAN \w+$", line)]  # fmt: skip
+        else:
+            unindexed = [line for line in plan.splitlines() if "Seq Scan" in line]
+        assert unindexed == [], (name, plan)
 
 
 # -- respawn governor and breaker -------------------------------------------------------------

@@ -181,6 +181,8 @@ class Correspondence:
             (sender, recipient, kind, body, reply_to, now, generation, sender_generation),
         )
         assert row is not None
+        if reply_to is not None:
+            tx.send(self._q("message_mark_answered"), (now, reply_to))
         node = tx.one(self._q("message_recipient_node"), (recipient,))
         self.ledger._event(tx, now, node=None if node is None else recipient,
                            kind="message.sent", generation=generation, actor=sender,

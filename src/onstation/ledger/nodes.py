@@ -141,12 +141,14 @@ class NodeRecords(LedgerBase):
 
         return self._write(body)
 
-    def episodes(self, node: str) -> list[WorkEpisode]:
-        """The node's episodes, oldest first."""
+    def episodes(self, node: str, *, open_only: bool = False) -> list[WorkEpisode]:
+        """The node's episodes, oldest first; ``open_only``: only the open one (at most one),
+        read without the settled ones, however many there are."""
         validate_name(node, "node")
+        sql = self._q("episodes_open_of_node" if open_only else "episodes_of_node")
 
         def body(tx: Tx, _now: int) -> list[WorkEpisode]:
-            rows = tx.all(self._q("episodes_of_node"), (node,))
+            rows = tx.all(sql, (node,))
             if not rows:
                 self._require_node(tx, node)
             return [

@@ -232,7 +232,7 @@ def build_digested_payload(
         events = ledger.history(node, limit=1)  # the newest event alone: its sequence number
         sequence = events[-1].seq if events else 0
         runs = [r for r in ledger.runs(node) if r.generation == generation]
-        episodes = [e for e in ledger.episodes(node) if e.state == "OPEN"]
+        episodes = ledger.episodes(node, open_only=True)
         effects = ledger.effects(node)
     omissions: list[dict[str, str]] = []
     git = repository_parts(evidence)

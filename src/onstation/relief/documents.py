@@ -251,7 +251,7 @@ def write_brief(
         tests, tests_total = _tests_run(records, node, writer)
         now = ledger.now()
         fill = records.latest_fill(node)
-        episodes = [e for e in ledger.episodes(node) if e.state == "OPEN"]
+        episodes = ledger.episodes(node, open_only=True)
         effects = ledger.effects(node)
         notes = records.notes(node)
         open_tasks = [t for t in ReliefLedger(ledger).tasks(node) if t.status != "completed"]

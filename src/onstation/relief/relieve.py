@@ -212,7 +212,7 @@ class Relief(LaunchAndSettle):
                 ],
                 [f"onstation respawn status {self.node} --kind {self.opts.respawn_kind}"],
             )
-        episodes = [e for e in self.ledger.episodes(self.node) if e.state == "OPEN"]
+        episodes = self.ledger.episodes(self.node, open_only=True)
         stated = None
         from onstation.harness.files import MAX_SMALL_JSON_BYTES, read_bounded
 
@@ -538,7 +538,7 @@ class Relief(LaunchAndSettle):
         # The run whose work this is: the predecessor's, or (a generation vacated when an
         # earlier relief launched nothing) the newest body before it.
         run = next((ls for ls in reversed(held) if ls.generation <= predecessor), None)
-        episodes = [e for e in self.ledger.episodes(self.node) if e.state == "OPEN"]
+        episodes = self.ledger.episodes(self.node, open_only=True)
         episode = str(episodes[-1].episode_id) if episodes else "none"
         respawn = self.ledger.respawn_status(self.node, kind=self.opts.respawn_kind)
         launcher = self.launcher

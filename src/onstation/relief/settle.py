@@ -165,7 +165,7 @@ class LaunchAndSettle:
             assert self.native is not None
             session_id = self.native["session"].session_id
         self._remove_scratch(workspace)
-        episodes = [e for e in self.ledger.episodes(self.node) if e.state == "OPEN"]
+        episodes = self.ledger.episodes(self.node, open_only=True)
         challenge = {
             "node": self.node,
             "episode": str(episodes[-1].episode_id) if episodes else "none",

@@ -14,6 +14,11 @@ INSERT INTO message (sender, recipient, kind, body, reply_to, created_at, genera
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING message_id;
 
+-- name: message_mark_answered
+-- A reply was written: the message it answers is answered now (the first reply's time), so
+-- that it leaves the open exchanges' index. Parameters: now, the answered message's id.
+UPDATE message SET answered_at = ? WHERE message_id = ? AND answered_at IS NULL;
+
 -- name: message_recipient_node
 -- The recipient's name if it is a node (no row for an actor).
 SELECT name FROM agent_node WHERE name = ?;
@@ -77,7 +82,7 @@ FROM message WHERE recipient = ? ORDER BY message_id;
 SELECT m.message_id, m.sender, m.recipient, m.kind, m.body, m.reply_to, m.created_at,
        m.delivered_at, m.generation, m.sender_generation
 FROM message m
-WHERE m.recipient = ? AND m.kind IN ('APPROACH', 'CHECKPOINT')
+WHERE m.recipient = ? AND m.kind IN ('APPROACH', 'CHECKPOINT') AND m.answered_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM message r WHERE r.reply_to = m.message_id)
 ORDER BY m.message_id;
 

@@ -51,6 +51,12 @@ UPDATE work_episode SET state = 'SETTLED', closed_at = ? WHERE episode_id = ?;
 SELECT episode_id, node, objective, state, opened_at, closed_at
 FROM work_episode WHERE node = ? ORDER BY episode_id;
 
+-- name: episodes_open_of_node
+-- The node's open episode (at most one, by work_episode_one_open, through which it is read):
+-- not the settled ones before it.
+SELECT episode_id, node, objective, state, opened_at, closed_at
+FROM work_episode WHERE node = ? AND state = 'OPEN' ORDER BY episode_id;
+
 -- name: runs_of_node
 -- The node's execution attempts, oldest first.
 SELECT run_id, node, generation, lease_id, episode_id, started_at, ended_at, outcome
