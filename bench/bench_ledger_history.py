@@ -351,7 +351,8 @@ def _run(label: str, open_filled: Callable[[int], Any]) -> None:
 def main() -> None:
     print(
         f"ledger operations per history size ({', '.join(_size_label(s) for s in SIZES)} event "
-        f"rows over {NODES} nodes, with past generations, revoked grants and effects); "
+        f"rows over {NODES} nodes, with past generations, revoked grants, effects, lifted "
+        "halts, fill readings, notes, settled episodes and answered exchanges); "
         f"baseline: the same operation at {_size_label(SIZES[0])} rows; flat when "
         f"largest/smallest <= {FLAT}x"
     )
