@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from old_schema import migrate_below
 
 from onstation.core.effects import EffectState
 from onstation.core.errors import Conflict, StaleGeneration
@@ -265,21 +266,10 @@ def _dispatched_as(
 
 
 def test_schema_9_keeps_effects_and_tool_calls(tmp_path: Path) -> None:
-    from onstation.ledger.backends import _migrations
-
     db = tmp_path / "old.db"
     conn = sqlite3.connect(db)
     conn.execute("PRAGMA foreign_keys = ON")
-    conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER "
-                 "NOT NULL)")  # fmt: skip
-    from onstation.ledger.backends import _split_sql
-
-    for version, script in _migrations("sqlite"):
-        if version >= 9:
-            break
-        for statement in _split_sql(script):
-            conn.execute(statement)
-        conn.execute("INSERT INTO schema_version VALUES (?, 0)", (version,))
+    migrate_below(conn, 9)
     conn.execute("INSERT INTO agent_node (name, role, spawner, generation, state, created_at) "
                  "VALUES ('n', 'executor', 'lead', 1, 'ACTIVE', 0)")  # fmt: skip
     conn.execute("INSERT INTO effect (effect_id, node, generation, fingerprint, operation, "

@@ -10,6 +10,8 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from old_schema import migrate_below
+
 from onstation.ledger import Ledger
 from onstation.ledger.bodies import HarnessLedger
 
@@ -56,18 +58,9 @@ def test_an_older_ledger_gets_the_answers_on_record_filled_in(tmp_path: Path) ->
     """A ledger at schema version 16, with one exchange answered and one not: after the
     migration the answered one is not open (its answered_at is its reply's time), the other
     is, and a reply to it closes it."""
-    from onstation.ledger.backends import _migrations, _split_sql
-
     db = tmp_path / "old.db"
     conn = sqlite3.connect(db)
-    conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER "
-                 "NOT NULL)")  # fmt: skip
-    for version, script in _migrations("sqlite"):
-        if version >= 17:
-            break
-        for statement in _split_sql(script):
-            conn.execute(statement)
-        conn.execute("INSERT INTO schema_version VALUES (?, 0)", (version,))
+    migrate_below(conn, 17)
     for name in ("exec-1", "exec-2"):
         conn.execute("INSERT INTO agent_node (name, role, spawner, generation, state, "
                      "created_at) VALUES (?, 'executor', 'lead', 1, 'ACTIVE', 0)",
