@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from pg_functions import function_statement
 
 from onstation.core.canonical import canonical_bytes
 from onstation.core.effects import (
@@ -736,12 +737,16 @@ def test_the_halts_in_force_are_read_through_their_own_index(ledger: Ledger) -> 
         "halt_lift_scope": (0, "ops", "a", "a"),
         "lease_admission_read": ("a",),
     }
+    statements = {name: (ledger._q(name), params) for name, params in questions.items()}
     if ledger.backend.name == "sqlite":
-        questions["lease_admit_if_allowed"] = (None, 0, 0, 1, "a", None, None)
-    else:
-        questions["pg_lease_admit"] = ("a", None, 0, 0, 1, None, None, "ops", "{}", 0)
-    for name, params in questions.items():
-        plan = _plan(ledger, ledger._q(name), params)
+        statements["lease_admit_if_allowed"] = (
+            ledger._q("lease_admit_if_allowed"), (None, 0, 0, 1, "a", None, None))  # fmt: skip
+    else:  # the admission function's statement, as the server holds it
+        statements["onstation_admit"] = function_statement(ledger, "onstation_admit", {
+            "p_node": "a", "p_holder": None, "p_now": 0, "p_expires": 1, "p_expect": None,
+            "p_actor": "ops", "p_detail": "{}"})  # fmt: skip
+    for name, (sql, params) in statements.items():
+        plan = _plan(ledger, sql, params)
         assert "halt_in_force" in plan, (name, plan)
     assert ledger.halts() == [] and len(ledger.halts(active_only=False)) == 3
     assert ledger.acquire_lease("a").generation == 1

@@ -22,6 +22,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from pg_functions import function_statement
 
 from onstation.core.errors import BadInput, Conflict, StaleGeneration
 from onstation.core.leases import LeaseState
@@ -368,13 +369,17 @@ def test_postgres_finds_the_current_lease_by_its_key_however_long_the_history(
             ledger.fence("body", expect_generation=generation)
             ledger.acquire_lease("body", expect_generation=generation + 1)
         queries = ledger._queries
+        # The admission function's statement, as the server holds it (schema version 18).
+        admission = function_statement(ledger, "onstation_admit", {
+            "p_node": "body", "p_holder": None, "p_now": 1, "p_expires": 2, "p_expect": None,
+            "p_actor": "t", "p_detail": "{}"})  # fmt: skip
     base, _, schema = ledger_url.partition("?schema=")
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f'SET search_path TO "{schema}"')
         with conn.transaction(force_rollback=True):
             for sql, params in (
                 (queries["node_and_lease"], ("body",)),
-                (queries["pg_lease_admit"], ("body", None, 1, 1, 2, None, None, "t", "{}", 1)),
+                admission,
             ):
                 (plan,) = conn.execute(
                     "EXPLAIN (ANALYZE, FORMAT JSON) " + sql.replace("?", "%s"), params

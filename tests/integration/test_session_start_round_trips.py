@@ -79,7 +79,7 @@ def test_a_next_generations_session_start_waits_for_the_server_three_times(
         assert "generation 2" in told
     # Nothing before the transaction: the workspace's binding is looked up inside it.
     assert trace.index('"BEGIN"') < trace.index("FROM workspace_binding")
-    assert '"WITH bumped AS' in trace and "generation_base" in trace
+    assert "onstation_fence(" in trace and "generation_base" in trace
     assert waits(trace) == 3
 
 

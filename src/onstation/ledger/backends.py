@@ -106,6 +106,11 @@ class Backend(Protocol):
         """Statements outside any transaction, each one atomic on its own (no BEGIN before,
         no COMMIT or ROLLBACK after): for reads that need no common snapshot."""
 
+    def statement_write(self) -> Tx | None:
+        """A statement runner for a write that is one statement committing on its own (no
+        BEGIN before, no COMMIT after); None where a write needs its transaction around it.
+        The connection then counts as having sent a commit (see ``dead_before_commit``)."""
+
     def migrate(self) -> list[int]:
         """Apply pending migrations; return the versions applied."""
 
@@ -354,6 +359,11 @@ class SqliteBackend:
         # isolation_level=None: outside BEGIN ... COMMIT each statement is its own
         # transaction, a read seeing one snapshot.
         return self._tx
+
+    def statement_write(self) -> None:
+        # A write's reads rely on the writer lock BEGIN IMMEDIATE takes before them, and a
+        # statement costs no round trip here: every write keeps its transaction.
+        return None
 
     def schema_version(self) -> int:
         row = self._conn.execute(
@@ -661,6 +671,12 @@ class PostgresBackend:
     def autocommit(self) -> Tx:
         # The connection is in autocommit mode: outside write() and read() each statement is
         # its own transaction, one round trip.
+        return _PgTx(self._conn)
+
+    def statement_write(self) -> Tx:
+        # In autocommit mode a statement is its own transaction: sent, it may have committed
+        # whether or not its answer arrives.
+        self.commit_sent = True
         return _PgTx(self._conn)
 
     def is_retryable(self, exc: BaseException) -> bool:

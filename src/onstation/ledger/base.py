@@ -386,6 +386,33 @@ class LedgerBase:
                 raise pending
             return result
 
+    def _write_statement(self, body: Callable[[Tx, int], T]) -> T:
+        """:meth:`_write` for a body whose only write is its first statement, one that takes
+        its own locks before it reads (PostgreSQL's fence and admission functions); what it
+        runs after that statement only reads, to explain a refusal. Where the backend lets a
+        statement commit on its own (PostgreSQL, outside a unit of work) it runs with no
+        BEGIN and no COMMIT around it: one round trip. Else, and inside a unit of work, as
+        :meth:`_write`."""
+        tx = None if self._unit is not None else self.backend.statement_write()
+        if tx is None:
+            return self._write(body)
+        attempt = 0
+        while True:
+            try:
+                return body(tx, self._now())
+            except _CommitThenRaise as deferred:  # its one statement has committed already
+                raise deferred.error from None
+            except OnstationError:
+                raise
+            except Exception as exc:
+                if self.backend.is_retryable(exc) and attempt < 10:
+                    attempt += 1
+                    self.backend.retry_pause(attempt)
+                    continue
+                if self.backend.is_integrity_error(exc):
+                    raise Conflict(f"lost a race with a concurrent writer: {exc}") from exc
+                raise
+
     def _read(self, body: Callable[[Tx, int], T]) -> T:
         unit = self._unit
         if unit is not None:

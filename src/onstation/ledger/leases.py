@@ -114,7 +114,8 @@ class LeaseRecords(LedgerBase):
         if expect_generation is not None:
             _check_generation(expect_generation, "expected generation")
 
-        return self._write(
+        # PostgreSQL: one statement (the admission function), committing on its own.
+        return self._write_statement(
             lambda tx, now: self._acquire_in(tx, now, node, holder, ttl, expect_generation, by)
         )
 
@@ -151,17 +152,15 @@ class LeaseRecords(LedgerBase):
         the refusal): statements asked after it travel in the same round trip."""
         seconds = ttl.total_seconds()
         expires = now + int(seconds * 1_000_000)
-        # Take the locks first, in their own statement, so that the statement below gets a
-        # snapshot taken after them: it then sees a halt or a lease committed while we
-        # waited (a single statement would keep its pre-wait snapshot for the joins). Its
-        # row is not read: it travels in the same round trip as the admission.
-        tx.send(self._q("lease_admission_lock"), (node,))
-        # Read, lease and history in one statement, which admits only when the read allows
-        # it: the row says what it saw, so a refusal is explained from it.
+        # One statement, the server-side function of schema version 18: it takes the locks
+        # first, in a statement of its own, so that the read and the admission see a halt or
+        # a lease committed while it waited (a single statement would keep its pre-wait
+        # snapshot), then admits only where that read allows it. The row says what it saw, so
+        # a refusal is explained from it.
         asked = tx.ask(
-            self._q("pg_lease_admit"),
-            (node, holder, now, now, expires, expect_generation, expect_generation,
-             by, json.dumps({"holder": holder, "ttl_seconds": int(seconds)}), now),
+            self._q("pg_admit"),
+            (node, holder, now, expires, expect_generation, by,
+             json.dumps({"holder": holder, "ttl_seconds": int(seconds)})),
         )  # fmt: skip
 
         def read() -> BodyLease:
@@ -215,7 +214,8 @@ class LeaseRecords(LedgerBase):
         check_text(reason, "reason", 1024)
         _check_generation(expect_generation, "expected generation")
 
-        return self._write(
+        # PostgreSQL: one statement (the fence function), committing on its own.
+        return self._write_statement(
             lambda tx, now: self._fence_in(tx, now, node, expect_generation, by, reason)
         )
 
@@ -351,22 +351,18 @@ class LeaseRecords(LedgerBase):
     def _fence_asked_pg(
         self, tx: Tx, now: int, node: str, expect: int, by: str, reason: str
     ) -> Callable[[], tuple[Row | None, list[Row], list[int]]]:
-        """The same fence, with its history event, as one PostgreSQL statement
-        (data-modifying CTEs), sent with the node's lock and read by the function returned:
-        one round trip, shared with whatever is asked before it is read.
+        """The same fence, with its history event, as one PostgreSQL statement (a
+        server-side function running the node's lock and data-modifying CTEs), read by the
+        function returned: one round trip, shared with whatever is asked before it is read.
 
         The first CTE is the compare-and-swap and takes the node's row lock; the others only
         act when it matched, so a lost CAS changes nothing.
         """
-        # Lock the node first, in its own statement: at READ COMMITTED each statement takes a
-        # fresh snapshot, so the statement below then sees every lease admitted before us
-        # (a data-modifying CTE reads one snapshot, taken before any lock wait). Its row is
-        # not read, so it is sent in the same round trip as the statement.
-        tx.send(self._q("fence_node_lock"), (node,))
-        asked = tx.ask(
-            self._q("pg_fence_cas_revoke"),
-            (node, expect, now, reason, now, expect, by, expect, reason, now),
-        )
+        # One statement, the server-side function of schema version 18: it locks the node
+        # first, in a statement of its own (at READ COMMITTED each statement takes a fresh
+        # snapshot, so the fence then sees every lease admitted before it; a data-modifying
+        # CTE reads one snapshot, taken before any lock wait), then runs the CTEs.
+        asked = tx.ask(self._q("pg_fence"), (node, expect, now, reason, by))
 
         def read() -> tuple[Row | None, list[Row], list[int]]:
             row = asked.one()

@@ -6,12 +6,6 @@
 -- column order LedgerBase._lease expects: lease_id, node, generation, state, holder,
 -- acquired_at, renewed_at, expires_at, ended_at, end_reason, and lease_id again as the run id.
 
--- name: lease_admission_lock
--- A node's generation, read before admission. PostgreSQL only runs it (the code branches on the
--- backend), to lock the node and share the halt gate before the admission read; the portable
--- version is the same read without the locks (SQLite's BEGIN IMMEDIATE already serializes).
-SELECT n.generation FROM agent_node n WHERE n.name = ?;
-
 -- name: lease_admission_read
 -- Admission in one read: the node's generation and state, its current generation's lease
 -- (id, state, expiry, holder), the oldest halt in force over it, and its open episode.
@@ -63,12 +57,6 @@ FROM body_lease l WHERE l.node = ? ORDER BY l.generation;
 -- Nodes holding more than one LIVE lease, with the count (empty unless the ledger is broken).
 SELECT node, count(*) FROM body_lease WHERE state = 'LIVE'
 GROUP BY node HAVING count(*) > 1 ORDER BY node;
-
--- name: fence_node_lock
--- A node's generation, read before the fence. PostgreSQL only runs it (the code branches on the
--- backend), to lock the node before pg_fence_cas_revoke; the portable version is the same read
--- without the lock.
-SELECT generation FROM agent_node WHERE name = ?;
 
 -- name: fence_bump_generation
 -- The fence's compare-and-swap: the node's generation from the expected one to the next.
