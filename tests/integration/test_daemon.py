@@ -768,3 +768,52 @@ def test_a_sandboxed_caller_stays_in_its_sandbox(tmp_path: Path, daemon: Daemon)
     assert daemon.served() == 0
     free = daemon.cli("node", "show", "alpha", env=env)
     assert free.returncode == 0 and daemon.served() == 1
+
+
+def test_a_spare_dead_before_the_hand_over_still_tells_the_client_how_it_ended(
+    tmp_path: Path,
+) -> None:
+    """The client is told the spare's pid (``ok PID``) before the call is handed to it, and
+    forwards a signal there at once. On a loaded machine that signal could end the spare
+    before the hand-over: the hand-over then failed (a closed channel) and the client was left
+    with a closed connection (an unknown outcome, exit 1) instead of the signal. Now the call
+    is kept, and reaping the spare tells the client ``signal 15``. In process, with a spare
+    killed before the call is taken (the end-to-end race above is rarely this slow)."""
+    from onstation.cli.daemon import Daemon
+
+    daemon = Daemon(str(tmp_path / "d.sock"))
+    parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the spare: waits for the signal
+        parent_end.close()
+        signal.pause()
+        os._exit(0)
+    child_end.close()
+    os.kill(pid, signal.SIGTERM)
+    _wait(lambda: _zombie(pid), "the spare's end")
+    daemon.spare = (pid, parent_end)
+    client_end, conn = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    null = os.open(os.devnull, os.O_RDWR)
+    cwd = os.open(".", os.O_RDONLY)
+    db = tmp_path / "ledger.db"
+    try:
+        frame = daemon_client.request(_note(db, "never"))
+        handed = daemon._take(conn, os.getpid(), os.getuid(), frame[4:],  # less its length
+                              [null, null, null, cwd])  # fmt: skip
+        assert handed and pid in daemon.calls and daemon.spare is None, client_end.recv(200)
+        daemon._reap()
+        assert pid not in daemon.calls
+        said = b""
+        client_end.settimeout(10)
+        while chunk := client_end.recv(64):
+            said += chunk
+    finally:
+        client_end.close()
+        os.close(null)
+        os.close(cwd)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        daemon.lent.close()
+        os.close(daemon._wake_r)
+        os.close(daemon._wake_w)
+    assert said == b"ok %d\nsignal %d\n" % (pid, signal.SIGTERM)

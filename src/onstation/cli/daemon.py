@@ -521,8 +521,14 @@ class Daemon:
             + frame
         )
         rights = struct.pack("5i", *fds, conn.fileno())
-        channel.sendmsg([len(payload).to_bytes(4, "big") + payload],
-                        [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights)])  # fmt: skip
+        # The spare may have died after the client was told its pid (a signal the client
+        # forwarded at once, on a loaded machine before this hand-over): nothing ran. The
+        # call is kept all the same, so that the client is told how the child ended when it
+        # is reaped, as for a child killed before its go-ahead, not left with a closed
+        # connection (an unknown outcome).
+        with contextlib.suppress(OSError):
+            channel.sendmsg([len(payload).to_bytes(4, "big") + payload],
+                            [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights)])  # fmt: skip
         self.spare = None
         self.calls[child] = _Call(conn, channel, environ)
         self._last_call = time.monotonic()
