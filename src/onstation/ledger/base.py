@@ -375,13 +375,8 @@ class LedgerBase:
             except OnstationError:
                 raise
             except Exception as exc:
-                if self.backend.is_retryable(exc) and attempt < 10:
-                    attempt += 1
-                    self.backend.retry_pause(attempt)
-                    continue
-                if self.backend.is_integrity_error(exc):
-                    raise Conflict(f"lost a race with a concurrent writer: {exc}") from exc
-                raise
+                attempt = self._retry_or_raise(exc, attempt)
+                continue
             if pending is not None:
                 raise pending
             return result
@@ -405,13 +400,19 @@ class LedgerBase:
             except OnstationError:
                 raise
             except Exception as exc:
-                if self.backend.is_retryable(exc) and attempt < 10:
-                    attempt += 1
-                    self.backend.retry_pause(attempt)
-                    continue
-                if self.backend.is_integrity_error(exc):
-                    raise Conflict(f"lost a race with a concurrent writer: {exc}") from exc
-                raise
+                attempt = self._retry_or_raise(exc, attempt)
+
+    def _retry_or_raise(self, exc: Exception, attempt: int) -> int:
+        """After a write failed with ``exc`` on try number ``attempt`` (0 first): the next
+        try's number, having paused, when the backend says it may run again (a deadlock, a
+        serialization failure; ten times at most); else a lost race on a key as a Conflict,
+        or ``exc`` itself."""
+        if self.backend.is_retryable(exc) and attempt < 10:
+            self.backend.retry_pause(attempt + 1)
+            return attempt + 1
+        if self.backend.is_integrity_error(exc):
+            raise Conflict(f"lost a race with a concurrent writer: {exc}") from exc
+        raise exc
 
     def _read(self, body: Callable[[Tx, int], T]) -> T:
         unit = self._unit
