@@ -17,7 +17,10 @@ only after all of the above passed.
 The same capsule bytes are not checked against the schema twice in one process: a document
 that passed is remembered by its fingerprint (the digest recomputed from its payload and the
 canonical bytes of everything beside the payload), so sealing what was just built, and
-verifying what was just sealed, re-check only what is new. Every receipt's signature is
+verifying what was just sealed, re-check only what is new. The documents the compiled schema
+validator accepted most recently are held by identity, so a caller can show that the very
+capsule object it embeds in an incident or a plan passed already (:func:`compiled_schema_passed`:
+those documents are then checked around it, issue 14). Every receipt's signature is
 checked by each verification, and the digest recomputed, except where the caller itself
 built the payload and passes the digest it computed over that very object (a relief seals,
 verifies and validates the payload it just built: the digest once per relief, issue 14).
@@ -36,7 +39,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from onstation.core.canonical import canonical_bytes, digest, loads_strict
 from onstation.core.errors import BadInput
-from onstation.plan.schemas import schema_violations
+from onstation.plan.schemas import schema_check
 from onstation.plan.signing import SignatureRejected, sign_receipt, verify_receipt
 
 CAPSULE_SCOPE = "resurrection-capsule-v1"
@@ -119,23 +122,48 @@ def schema_passed(doc: Any, payload_digest: str | None = None) -> None:
     """Remember that ``doc`` passed the capsule schema (its payload digest, when known)."""
     mark = _fingerprint(doc, payload_digest)
     if mark is not None:
-        _SCHEMA_PASSED[mark] = None
-        _SCHEMA_PASSED.move_to_end(mark)
-        while len(_SCHEMA_PASSED) > _SCHEMA_PASSED_MAX:
-            _SCHEMA_PASSED.popitem(last=False)
+        _remember_passed(mark)
+
+
+def _remember_passed(mark: str) -> None:
+    _SCHEMA_PASSED[mark] = None
+    _SCHEMA_PASSED.move_to_end(mark)
+    while len(_SCHEMA_PASSED) > _SCHEMA_PASSED_MAX:
+        _SCHEMA_PASSED.popitem(last=False)
+
+
+#: The capsule documents the compiled validator accepted most recently, each with its
+#: fingerprint then, held (so no other object takes its identity) and bounded: a relief asks
+#: about the one it has just sealed.
+_COMPILED_PASSED: list[tuple[Any, str]] = []
+_COMPILED_PASSED_MAX = 2
+
+
+def compiled_schema_passed(doc: Any, payload_digest: str | None) -> bool:
+    """Whether this very document object passed the capsule schema on the compiled path here
+    (so it held plain JSON, valid) and has the same fingerprint now. ``payload_digest``: as
+    for :func:`verify`, the caller's own digest of this very payload object, unchanged since
+    (the check is as good as that promise); never a digest read from anywhere."""
+    if payload_digest is None:
+        return False
+    marks = [mark for held, mark in _COMPILED_PASSED if held is doc]
+    return bool(marks) and _fingerprint(doc, payload_digest) == marks[-1]
 
 
 def _require_schema(doc: Any, what: str, payload_digest: str | None = None) -> None:
     mark = _fingerprint(doc, payload_digest)
     if mark is not None and mark in _SCHEMA_PASSED:
         return  # these very bytes passed already
-    problems = schema_violations("capsule", doc)
+    problems, compiled = schema_check("capsule", doc)
     if problems:
         first = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise CapsuleRejected(f"{what}: {first.pointer or '/'}: {first.message}{more}")
     if mark is not None:
-        schema_passed(doc, payload_digest)
+        _remember_passed(mark)
+        if compiled and payload_digest is not None:
+            _COMPILED_PASSED.append((doc, mark))
+            del _COMPILED_PASSED[:-_COMPILED_PASSED_MAX]
 
 
 def seal(

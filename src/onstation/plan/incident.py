@@ -63,9 +63,11 @@ def parse_time(text: str, field: str) -> datetime:
     return moment
 
 
-def check_incident(incident: Any) -> dict[str, Any]:
-    """Schema-check an incident; one-line ``BadInput`` naming the first problem."""
-    problems = schema_violations("incident", incident)
+def check_incident(incident: Any, *, around: Any = None) -> dict[str, Any]:
+    """Schema-check an incident; one-line ``BadInput`` naming the first problem. ``around``:
+    as for :func:`onstation.plan.schemas.schema_violations` (its capsule, proven to have
+    passed already)."""
+    problems = schema_violations("incident", incident, around=around)
     if problems:
         first = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -285,8 +287,11 @@ def resurrect(
     splices them in: :mod:`onstation.plan.embedded`). ``capsule_check``, likewise, the
     caller's :func:`onstation.plan.validator.check_capsule` of that very document under the
     same trusted keys (a relief hands the same check to the plan validator); the capsule is
-    checked here unless it :meth:`~onstation.plan.validator.CapsuleCheck.answers` for it."""
-    incident = check_incident(incident)
+    checked here unless it :meth:`~onstation.plan.validator.CapsuleCheck.answers` for it (and
+    the incident is schema-checked around a capsule the check shows passed already)."""
+    capsule_doc = incident.get("capsule") if isinstance(incident, dict) else None
+    checked = capsule_check is not None and capsule_check.passed_schema(capsule_doc, capsule_digest)
+    incident = check_incident(incident, around=capsule_doc if checked else None)
     moment = now if now is not None else parse_time(incident["asOf"], "asOf")
     obs = incident["observations"]
     observations = Observations(

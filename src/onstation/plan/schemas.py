@@ -11,6 +11,14 @@ schemas (a ``$ref`` to anything else fails instead of being fetched):
   without the fast path. A schema error takes the rule id of the nearest ``x-rule``
   annotation on its schema path (the guards on ready verdicts), else ``OS-SCH-001``.
 
+A document that embeds a sealed capsule (an incident, a plan) can be checked around it: a
+caller that holds proof that this very capsule object passed the capsule schema on the
+compiled path (plain JSON, valid: :class:`onstation.plan.validator.CapsuleCheck`) passes it
+as ``around``, and the compiled validator then checks the document against its schema with
+``/capsule`` required only to be an object, without walking the capsule again (issue 14:
+a relief's capsule was read by four validations). A document that fails that check, and any
+violation report, takes the whole schema.
+
 The compiled validator is consulted only for plain JSON values (``dict``, ``list``, ``str``,
 ``int``, ``float``, ``bool``, ``None``; at most :data:`FAST_MAX_DEPTH` deep): it reads a
 tuple as an array and a ``Decimal`` as an integer where the pure-Python validator does not,
@@ -19,6 +27,7 @@ and it recurses natively, so anything else takes the pure-Python path.
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -118,11 +127,31 @@ def fast_validator(name: str) -> jsonschema_rs.Validator:
     )
 
 
+#: The schemas whose documents embed a sealed capsule document at ``/capsule``.
+EMBEDS_CAPSULE = frozenset({"incident", "plan"})
+
+
+@functools.cache
+def _around_capsule_validator(name: str) -> jsonschema_rs.Validator:
+    """The compiled validator for ``name`` with ``/capsule`` required only to be an object
+    (the guards on ready verdicts that look into it stay): for a document whose capsule
+    passed the capsule schema already. Its own ``$id``, so the registry's whole schema is
+    not shadowed."""
+    root = copy.deepcopy(schema(name))
+    assert root["properties"]["capsule"] == {"$ref": schema("capsule")["$id"]}
+    root["$id"] = f"{root['$id']}:around-capsule"
+    root["properties"]["capsule"] = {"type": "object"}
+    return jsonschema_rs.Draft202012Validator(
+        root, registry=_fast_registry(), validate_formats=False, offline=True
+    )
+
+
 _SCALARS = (str, int, float, bool)
 
 
-def _plain_json(document: Any) -> bool:
-    """Whether ``document`` holds only exact JSON types, at most FAST_MAX_DEPTH deep."""
+def _plain_json(document: Any, skip: Any = None) -> bool:
+    """Whether ``document`` holds only exact JSON types, at most FAST_MAX_DEPTH deep (the
+    object ``skip``, wherever it is held, not looked into)."""
     stack: list[tuple[Any, int]] = [(document, 0)]
     while stack:
         value, depth = stack.pop()
@@ -139,6 +168,8 @@ def _plain_json(document: Any) -> bool:
             return False
         for item in items:
             item_kind = type(item)
+            if item is skip:
+                continue
             if item_kind is dict or item_kind is list:
                 stack.append((item, depth + 1))
             elif item_kind not in _SCALARS and item is not None:
@@ -146,12 +177,28 @@ def _plain_json(document: Any) -> bool:
     return True
 
 
-def fast_accepts(name: str, instance: Any) -> bool:
-    """True only when the compiled validator accepts ``instance`` (False: ask the other)."""
-    if not _plain_json(instance):
+def fast_accepts(name: str, instance: Any, around: Any = None) -> bool:
+    """True only when the compiled validator accepts ``instance`` (False: ask the other).
+
+    ``around``: the capsule document ``instance`` holds at ``/capsule``, from a caller that
+    holds proof that this very object, unchanged, passed the capsule schema here (see the
+    module docstring); it is then not checked again. Ignored unless it is that member of a
+    document of :data:`EMBEDS_CAPSULE`."""
+    if (
+        around is not None
+        and name in EMBEDS_CAPSULE
+        and type(instance) is dict
+        and instance.get("capsule") is around
+    ):
+        if not _plain_json(instance, skip=around):
+            return False
+        check = _around_capsule_validator(name)
+    elif not _plain_json(instance):
         return False
+    else:
+        check = fast_validator(name)
     try:
-        return bool(fast_validator(name).is_valid(instance))
+        return bool(check.is_valid(instance))
     except (ValueError, TypeError, OverflowError):
         # A value it cannot convert (e.g. a non-string key): the pure-Python path decides.
         return False
@@ -179,14 +226,28 @@ def _message(error: ValidationError) -> str:
     return f"{text} (schema keyword {error.validator})"
 
 
-def schema_violations(name: str, instance: Any, base: str = "") -> list[Violation]:
+def schema_violations(
+    name: str, instance: Any, base: str = "", *, around: Any = None
+) -> list[Violation]:
     """Every schema error of ``instance`` against schema ``name``, sorted by pointer.
 
     A document the compiled validator accepts has none; any other is read by the pure-Python
-    validator, which names each violation.
+    validator, which names each violation. ``around``: as for :func:`fast_accepts`.
     """
-    if FAST_PATH and fast_accepts(name, instance):
-        return []
+    return schema_check(name, instance, base, around=around)[0]
+
+
+def schema_check(
+    name: str, instance: Any, base: str = "", *, around: Any = None
+) -> tuple[list[Violation], bool]:
+    """:func:`schema_violations`, and whether the compiled validator accepted ``instance``
+    (so it is plain JSON and valid)."""
+    if FAST_PATH and fast_accepts(name, instance, around):
+        return [], True
+    return _pure_violations(name, instance, base), False
+
+
+def _pure_violations(name: str, instance: Any, base: str) -> list[Violation]:
     root = schema(name)
     found = {
         Violation(

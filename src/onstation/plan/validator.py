@@ -35,7 +35,12 @@ from onstation.plan.body_rules import (
     _xlt_004,
     capacity_digest,
 )
-from onstation.plan.capsule import CapsuleRejected, capsule_digest, verify
+from onstation.plan.capsule import (
+    CapsuleRejected,
+    capsule_digest,
+    compiled_schema_passed,
+    verify,
+)
 from onstation.plan.rule_context import Rule, _Ctx, _list, _obj, _v
 from onstation.plan.schemas import Violation, schema_violations
 from onstation.plan.signing import SignatureRejected, verify_receipt
@@ -124,8 +129,10 @@ def validate_plan(
 ) -> Report:
     """Schema first, then semantics; both always run. ``capsule_digest`` and
     ``capsule_check``: see :func:`semantic_violations`."""
+    capsule_doc = plan.get("capsule") if isinstance(plan, dict) else None
+    checked = capsule_check is not None and capsule_check.passed_schema(capsule_doc, capsule_digest)
     return Report(
-        schema_violations("plan", plan),
+        schema_violations("plan", plan, around=capsule_doc if checked else None),
         semantic_violations(
             plan, trusted=trusted, capsule_digest=capsule_digest, capsule_check=capsule_check
         ),
@@ -563,7 +570,9 @@ class CapsuleCheck:
     whose payload has the digest the check ran against (the caller's own, as for
     ``capsule_digest``, or recomputed) and whose other members (scope, stated digest,
     receipts) have the same canonical bytes. A signature is reused only for the same
-    receipt under the same trusted public key bytes."""
+    receipt under the same trusted public key bytes. ``compiled``: the document passed the
+    capsule schema on the compiled path (:func:`onstation.plan.capsule.compiled_schema_passed`),
+    so an incident or a plan embedding it is schema-checked around it (:meth:`passed_schema`)."""
 
     document: Any = field(repr=False, compare=False)
     digest: str | None
@@ -572,6 +581,13 @@ class CapsuleCheck:
     defects: tuple[str, ...]
     prints: tuple[tuple[int, str | None], ...]
     signed: frozenset[tuple[int, str, bytes]]
+    compiled: bool = False
+
+    def passed_schema(self, capsule_doc: Any, payload_digest: str | None) -> bool:
+        """Whether ``capsule_doc`` is this check's document and passed the capsule schema on
+        the compiled path: the ``around`` of :func:`onstation.plan.schemas.schema_violations`
+        for a document embedding it."""
+        return self.compiled and self.covers(capsule_doc, payload_digest)
 
     def covers(self, capsule_doc: Any, payload_digest: str | None) -> bool:
         """Whether this check is of ``capsule_doc``, whose payload has ``payload_digest``."""
@@ -622,6 +638,7 @@ def check_capsule(
         defects=tuple(defects),
         prints=tuple(ctx._prints.items()),
         signed=signed,
+        compiled=compiled_schema_passed(capsule_doc, digest),
     )
 
 

@@ -19,13 +19,13 @@ from onstation.plan.example_key import example_private_key
 def checks(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """Every document capsule.py hands to the schema validator."""
     seen: list[Any] = []
-    real = capsule.schema_violations
+    real = capsule.schema_check
 
-    def counting(name: str, instance: Any, base: str = "") -> Any:
+    def counting(name: str, instance: Any, base: str = "", **kwargs: Any) -> Any:
         seen.append(copy.deepcopy(instance))
-        return real(name, instance, base)
+        return real(name, instance, base, **kwargs)
 
-    monkeypatch.setattr(capsule, "schema_violations", counting)
+    monkeypatch.setattr(capsule, "schema_check", counting)
     return seen
 
 
