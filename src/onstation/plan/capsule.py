@@ -17,10 +17,11 @@ only after all of the above passed.
 The same capsule bytes are not checked against the schema twice in one process: a document
 that passed is remembered by its fingerprint (the digest recomputed from its payload and the
 canonical bytes of everything beside the payload), so sealing what was just built, and
-verifying what was just sealed, re-check only what is new. The documents the compiled schema
-validator accepted most recently are held by identity, so a caller can show that the very
-capsule object it embeds in an incident or a plan passed already (:func:`compiled_schema_passed`:
-those documents are then checked around it, issue 14). Every receipt's signature is
+verifying what was just sealed, re-check only what is new. The two newest documents sealed
+here that the compiled schema validator accepted are held by identity, so a caller can show
+that the very capsule object it embeds in an incident or a plan passed already
+(:func:`compiled_schema_passed`; those documents are then checked around it, issue 14).
+Every receipt's signature is
 checked by each verification, and the digest recomputed, except where the caller itself
 built the payload and passes the digest it computed over that very object (a relief seals,
 verifies and validates the payload it just built: the digest once per relief, issue 14).
@@ -132,16 +133,18 @@ def _remember_passed(mark: str) -> None:
         _SCHEMA_PASSED.popitem(last=False)
 
 
-#: The capsule documents the compiled validator accepted most recently, each with its
-#: fingerprint then, held (so no other object takes its identity) and bounded: a relief asks
-#: about the one it has just sealed.
+#: The capsule documents :func:`seal` made that the compiled validator accepted, the two
+#: newest, each with its fingerprint then: held (so no other object takes its identity), and
+#: only what this process sealed (a relief asks about the one it has just sealed; a document
+#: read from anywhere and verified is never kept).
 _COMPILED_PASSED: list[tuple[Any, str]] = []
 _COMPILED_PASSED_MAX = 2
 
 
 def compiled_schema_passed(doc: Any, payload_digest: str | None) -> bool:
-    """Whether this very document object passed the capsule schema on the compiled path here
-    (so it held plain JSON, valid) and has the same fingerprint now. ``payload_digest``: as
+    """Whether this very document object was sealed here (:func:`seal`) and passed the
+    capsule schema on the compiled path then (so it held plain JSON, valid), and has the same
+    fingerprint now. ``payload_digest``: as
     for :func:`verify`, the caller's own digest of this very payload object, unchanged since
     (the check is as good as that promise); never a digest read from anywhere."""
     if payload_digest is None:
@@ -150,7 +153,9 @@ def compiled_schema_passed(doc: Any, payload_digest: str | None) -> bool:
     return bool(marks) and _fingerprint(doc, payload_digest) == marks[-1]
 
 
-def _require_schema(doc: Any, what: str, payload_digest: str | None = None) -> None:
+def _require_schema(
+    doc: Any, what: str, payload_digest: str | None = None, *, sealed_here: bool = False
+) -> None:
     mark = _fingerprint(doc, payload_digest)
     if mark is not None and mark in _SCHEMA_PASSED:
         return  # these very bytes passed already
@@ -161,7 +166,7 @@ def _require_schema(doc: Any, what: str, payload_digest: str | None = None) -> N
         raise CapsuleRejected(f"{what}: {first.pointer or '/'}: {first.message}{more}")
     if mark is not None:
         _remember_passed(mark)
-        if compiled and payload_digest is not None:
+        if sealed_here and compiled and payload_digest is not None:
             _COMPILED_PASSED.append((doc, mark))
             del _COMPILED_PASSED[:-_COMPILED_PASSED_MAX]
 
@@ -197,7 +202,7 @@ def seal(
         issued_at=issued_at,
     )
     doc["receipts"] = [receipt]
-    _require_schema(doc, "capsule", doc["digest"])
+    _require_schema(doc, "capsule", doc["digest"], sealed_here=True)
     return doc
 
 

@@ -15,10 +15,17 @@ from plan_testkit import ISSUED_AT, TRUST, example
 from test_fast_schema import DOCUMENTS, mutated
 
 from onstation.plan import schemas
-from onstation.plan.capsule import capsule_digest, compiled_schema_passed, seal
+from onstation.plan.capsule import (
+    CAPSULE_SCOPE,
+    capsule_digest,
+    compiled_schema_passed,
+    seal,
+    verify,
+)
 from onstation.plan.example_key import example_private_key
 from onstation.plan.incident import resurrect
 from onstation.plan.schemas import fast_accepts, schema_violations
+from onstation.plan.signing import sign_receipt
 from onstation.plan.validator import check_capsule, validate_plan
 
 
@@ -99,6 +106,25 @@ def test_a_capsule_changed_after_it_passed_is_checked_again(asked: list[str]) ->
     found = validate_plan(plan, trusted=TRUST, capsule_digest=known, capsule_check=check)
     assert "plan" in asked and "plan~" not in asked
     assert any(v.pointer.startswith("/capsule/receipts/0/issuedAt") for v in found.violations)
+
+
+def test_a_capsule_verified_but_not_sealed_here_is_not_held() -> None:
+    # A document read from anywhere is verified (and its bytes remembered as passed), but
+    # the object is not kept: only what this process sealed is.
+    incident, known = _sealed_incident("around: read back")
+    read_back = copy.deepcopy(incident["capsule"])
+    subject = read_back["payload"]["subject"]
+    read_back["receipts"] = [
+        sign_receipt(
+            example_private_key(), scope=CAPSULE_SCOPE, node=subject["node"],
+            generation=subject["generation"], sequence=subject["sequence"], digest_hex=known,
+            issued_at="2026-03-02T09:22:00Z",
+        )
+    ]  # fmt: skip
+    verify(read_back, TRUST, payload_digest=known)  # bytes never checked before: checked now
+    assert not compiled_schema_passed(read_back, known)
+    assert not check_capsule(read_back, TRUST, known).compiled
+    assert compiled_schema_passed(incident["capsule"], known)
 
 
 def test_a_capsule_the_compiled_validator_refused_is_not_held() -> None:
