@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from onstation.ledger import Ledger, open_backend, pg_ahead
-from onstation.ledger.backends import PostgresBackend
+from onstation.ledger.pg_backend import PostgresBackend
 
 #: Connections made ahead in a test are closed and forgotten after it (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("no_connection_left_ahead")

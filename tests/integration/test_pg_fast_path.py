@@ -24,8 +24,8 @@ from onstation.cli.hooks import hook_main, statusline_main
 from onstation.harness.adapters import HookCall
 from onstation.harness.config import WorkspaceConfig
 from onstation.ledger import Ledger, open_backend, pg_ahead
-from onstation.ledger.backends import PostgresBackend
 from onstation.ledger.bodies import HarnessLedger
+from onstation.ledger.pg_backend import PostgresBackend
 from onstation.relief import hotpath, hotpath_pg
 from onstation.relief.hooks import HookRunner
 

@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from onstation.ledger import Ledger, pg_ahead, pg_lent
-from onstation.ledger.backends import PostgresBackend
+from onstation.ledger.pg_backend import PostgresBackend
 from onstation.ledger.pg_lent import LentSessions
 
 #: Connections made ahead in a test are closed and forgotten after it (tests/conftest.py).

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from onstation.ledger.backends import PostgresBackend
+    from onstation.ledger.pg_backend import PostgresBackend
 
 #: Seconds a connection made ahead may wait for its call; an older one is closed instead
 #: (credentials or server settings may have changed since it was made).
@@ -91,7 +91,7 @@ def connect_as(
     """A connection to the migrated ledger ``url`` made as a process with ``environ`` would
     make it (its libpq variables, for the time of the connection; nothing created), warmed
     by ``warm`` when given; None when it cannot be made or warmed (it is then closed)."""
-    from onstation.ledger.backends import PostgresBackend
+    from onstation.ledger.pg_backend import PostgresBackend
 
     saved = dict(os.environ)
     try:

@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING
 from onstation.ledger import pg_ahead
 
 if TYPE_CHECKING:
-    from onstation.ledger.backends import PostgresBackend
+    from onstation.ledger.pg_backend import PostgresBackend
 
 #: The most server sessions held for one ledger and libpq environment.
 MOST_PER_LEDGER = 4

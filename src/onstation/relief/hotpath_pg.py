@@ -33,7 +33,7 @@ TYPE_CHECKING = False  # typing costs import time on the hook hot path
 if TYPE_CHECKING:
     from typing import Any
 
-    from onstation.ledger.backends import PostgresBackend
+    from onstation.ledger.pg_backend import PostgresBackend
 
 #: Lock the row of the session's node for the rest of the transaction, before anything is
 #: read (the statements after it take their snapshots once it is held).
@@ -92,7 +92,7 @@ def open_pg_store(url: str) -> PgStore | None:
     # that fails it is closed, not handed on (the full path then connects anew).
     backend = pg_ahead.take(url, os.environ, check=False) if pg_ahead.held() else None
     if backend is None:
-        from onstation.ledger.backends import PostgresBackend
+        from onstation.ledger.pg_backend import PostgresBackend
 
         try:
             backend = PostgresBackend(url, require_migrated=True, create=False)
