@@ -21,10 +21,10 @@ verifying what was just sealed, re-check only what is new. The two newest docume
 here that the compiled schema validator accepted are held by identity, so a caller can show
 that the very capsule object it embeds in an incident or a plan passed already
 (:func:`compiled_schema_passed`; those documents are then checked around it, issue 14).
-Every receipt's signature is
-checked by each verification, and the digest recomputed, except where the caller itself
-built the payload and passes the digest it computed over that very object (a relief seals,
-verifies and validates the payload it just built: the digest once per relief, issue 14).
+Every receipt's signature is checked by each verification, and the digest recomputed, except
+where the caller itself built the payload and passes the digest it computed over that very
+object (a relief seals, verifies and validates the payload it just built: the digest once per
+relief, issue 14).
 """
 
 from __future__ import annotations
@@ -144,9 +144,9 @@ _COMPILED_PASSED_MAX = 2
 def compiled_schema_passed(doc: Any, payload_digest: str | None) -> bool:
     """Whether this very document object was sealed here (:func:`seal`) and passed the
     capsule schema on the compiled path then (so it held plain JSON, valid), and has the same
-    fingerprint now. ``payload_digest``: as
-    for :func:`verify`, the caller's own digest of this very payload object, unchanged since
-    (the check is as good as that promise); never a digest read from anywhere."""
+    fingerprint now. ``payload_digest``: as for :func:`verify`, the caller's own digest of
+    this very payload object, unchanged since (the check is as good as that promise); never
+    a digest read from anywhere."""
     if payload_digest is None:
         return False
     marks = [mark for held, mark in _COMPILED_PASSED if held is doc]

@@ -30,7 +30,12 @@ from onstation.plan.capsule import capsule_digest as payload_digest_of
 from onstation.plan.embedded import spliced_digest
 from onstation.plan.schemas import schema_violations
 from onstation.plan.tables import available, load_table, requirements_from_payload, table_name
-from onstation.plan.validator import CapsuleCheck, capacity_digest, check_capsule
+from onstation.plan.validator import (
+    CapsuleCheck,
+    capacity_digest,
+    capsule_around,
+    check_capsule,
+)
 
 PLAN_FORMAT = "onstation.resurrection-plan/v1"
 INCIDENT_SCOPE = "onstation-incident-v1"
@@ -289,9 +294,9 @@ def resurrect(
     same trusted keys (a relief hands the same check to the plan validator); the capsule is
     checked here unless it :meth:`~onstation.plan.validator.CapsuleCheck.answers` for it (and
     the incident is schema-checked around a capsule the check shows passed already)."""
-    capsule_doc = incident.get("capsule") if isinstance(incident, dict) else None
-    checked = capsule_check is not None and capsule_check.passed_schema(capsule_doc, capsule_digest)
-    incident = check_incident(incident, around=capsule_doc if checked else None)
+    incident = check_incident(
+        incident, around=capsule_around(incident, capsule_check, capsule_digest)
+    )
     moment = now if now is not None else parse_time(incident["asOf"], "asOf")
     obs = incident["observations"]
     observations = Observations(

@@ -129,10 +129,8 @@ def validate_plan(
 ) -> Report:
     """Schema first, then semantics; both always run. ``capsule_digest`` and
     ``capsule_check``: see :func:`semantic_violations`."""
-    capsule_doc = plan.get("capsule") if isinstance(plan, dict) else None
-    checked = capsule_check is not None and capsule_check.passed_schema(capsule_doc, capsule_digest)
     return Report(
-        schema_violations("plan", plan, around=capsule_doc if checked else None),
+        schema_violations("plan", plan, around=capsule_around(plan, capsule_check, capsule_digest)),
         semantic_violations(
             plan, trusted=trusted, capsule_digest=capsule_digest, capsule_check=capsule_check
         ),
@@ -606,6 +604,18 @@ class CapsuleCheck:
         return self.covers(capsule_doc, payload_digest) and self.trusted == _trust_of(trusted)
 
 
+def capsule_around(
+    document: Any, capsule_check: CapsuleCheck | None, payload_digest: str | None
+) -> Any:
+    """The ``around`` of :func:`onstation.plan.schemas.schema_violations` for ``document`` (an
+    incident, a plan): its capsule when ``capsule_check`` shows that very capsule passed the
+    capsule schema already (:meth:`CapsuleCheck.passed_schema`), else None."""
+    capsule_doc = document.get("capsule") if isinstance(document, dict) else None
+    if capsule_check is not None and capsule_check.passed_schema(capsule_doc, payload_digest):
+        return capsule_doc
+    return None
+
+
 def _trust_of(trusted: Mapping[str, bytes]) -> tuple[tuple[str, bytes], ...]:
     return tuple(sorted((str(k), bytes(v)) for k, v in trusted.items()))
 
@@ -650,6 +660,7 @@ __all__ = [
     "CapsuleCheck",
     "Report",
     "capacity_digest",
+    "capsule_around",
     "capsule_defects",
     "check_capsule",
     "semantic_violations",
