@@ -708,7 +708,11 @@ def test_a_daemon_killed_while_a_call_holds_its_server_session_leaks_nothing(
     try:
         for args in (["node", "register", "alpha"], ["lease", "acquire", "alpha", "--holder", "t"]):
             assert d.cli(*args).returncode == 0
-        _wait(lambda: len(_pg_connections(pg_url, app)) == 1, "the session the daemon holds")
+        # At least the session the daemon holds: a spare forked while the first call was still
+        # being reaped (the second came at once) may hold a connection of its own, made ahead
+        # before the daemon had one to hand it, until a call takes it (the likely cause of one
+        # failure in a full run on a loaded machine, when this waited for exactly one).
+        _wait(lambda: len(_pg_connections(pg_url, app)) >= 1, "the session the daemon holds")
         # The spare forked at the next hand-over holds it: from then on every call is lent it.
         _wait(lambda: d.cli("node", "show", "alpha").returncode == 0 and d.status()["lent"],
               "a call lent the session")  # fmt: skip
