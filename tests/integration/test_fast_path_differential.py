@@ -41,6 +41,13 @@ def counting(real):
     return counted
 hotpath.try_fast = counting(hotpath.try_fast)
 fast_status.try_status = counting(fast_status.try_status)
+import os
+if os.environ.get("ONSTATION_TEST_AHEAD"):
+    # As a daemon's spare would: the ledger connected to and warmed (its fast path's
+    # statements prepared) ahead of the call, which then takes that connection.
+    from onstation.ledger import pg_ahead
+    from onstation.relief import hotpath_pg
+    assert pg_ahead.connect_ahead(os.environ["ONSTATION_DB"], os.environ, warm=hotpath_pg.warm)
 from onstation.cli.hooks import hook_main, statusline_main
 if sys.argv[2] == "statusline":
     sys.exit(statusline_main(sys.argv[3:], whole_process=True))
@@ -125,7 +132,7 @@ def _two_ledgers(ledger_url: str, tmp_path: Path) -> Iterator[dict[bool, str | N
 class World:
     """A workspace bound to one identity, a transcript, and the installed hook commands."""
 
-    def __init__(self, root: Path, fast: bool, db: str | None = None) -> None:
+    def __init__(self, root: Path, fast: bool, db: str | None = None, ahead: bool = False) -> None:
         self.root = root
         root.mkdir()
         self.project = root / "app"
@@ -133,7 +140,8 @@ class World:
         self.db = db or str(root / "ledger.db")
         self.env = {**os.environ, "ONSTATION_DB": self.db,
                     "XDG_STATE_HOME": str(root / "state"),
-                    "ONSTATION_HOOK_FAST_PATH": "on" if fast else "off"}  # fmt: skip
+                    "ONSTATION_HOOK_FAST_PATH": "on" if fast else "off",
+                    **({"ONSTATION_TEST_AHEAD": "1"} if ahead else {})}  # fmt: skip
         done = subprocess.run(
             [ONSTATION, "install", "claude-code", "--project", str(self.project), "--node",
              "exec-1"], capture_output=True, text=True, env=self.env, check=False,
@@ -303,11 +311,24 @@ def test_fast_and_full_paths_leave_the_same_ledger(
         _same_ledger(tmp_path, name, dbs)
 
 
-def _same_ledger(tmp_path: Path, name: str, dbs: dict[bool, str | None]) -> None:
+@pytest.mark.parametrize("name", sorted(SEQUENCES))
+def test_the_fast_path_on_prepared_statements_leaves_the_same_ledger(
+    tmp_path: Path, name: str, pg_url: str
+) -> None:
+    """On PostgreSQL, each fast call on a connection made and warmed ahead, as a daemon's
+    spare makes it: its statements EXECUTEd, prepared by name with their parameters' types
+    the server's to infer (``relief.hotpath_pg.warm``), leave the rows the full path does."""
+    with _two_ledgers(pg_url, tmp_path) as dbs:
+        _same_ledger(tmp_path, name, dbs, ahead=True)
+
+
+def _same_ledger(
+    tmp_path: Path, name: str, dbs: dict[bool, str | None], ahead: bool = False
+) -> None:
     answers: dict[bool, list[tuple[Any, int]]] = {}
     ledgers: dict[bool, dict[str, list[tuple[Any, ...]]]] = {}
     for fast in (True, False):
-        world = World(tmp_path / ("fast" if fast else "full"), fast, dbs[fast])
+        world = World(tmp_path / ("fast" if fast else "full"), fast, dbs[fast], ahead and fast)
         seen: list[tuple[Any, int]] = []
         for step, fields in SEQUENCES[name]:
             if step == "turn":

@@ -121,6 +121,12 @@ def test_a_connection_the_server_ended_sends_the_call_to_the_full_path(
     ahead = next(iter(pg_ahead._AHEAD.values()))[0]
     with _admin(pg_url) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (int(ahead._conn.info.backend_pid),))
+    _sent_to_the_full_path(pg_url, tmp_path, ahead)
+
+
+def _sent_to_the_full_path(pg_url: str, tmp_path: Path, ahead: PostgresBackend) -> None:
+    """A PostToolUse the fast path fails on ``ahead``: nothing written, the connection
+    closed and not handed on; the full path then answers it."""
     kept: list[Any] = []
     assert hotpath.try_fast(_after_read(tmp_path, 1), None, keep=kept) is hotpath.NOT_HANDLED
     assert kept == [] and ahead._conn.closed
@@ -471,3 +477,133 @@ def test_a_connection_that_dies_after_a_commit_is_not_run_again(pg_url: str) -> 
     checked = open_backend(pg_url)
     assert isinstance(checked, PostgresBackend) and not checked.unchecked
     checked.close()
+
+
+def _plans(backend: PostgresBackend) -> dict[str, tuple[int, int]]:
+    """(generic plans, custom plans) of each statement prepared on ``backend``'s session (a
+    session's own: asked on its connection)."""
+    rows = backend._conn.execute(
+        "SELECT name, generic_plans, custom_plans FROM pg_prepared_statements"
+    ).fetchall()
+    return {str(name): (int(generic), int(custom)) for name, generic, custom in rows}
+
+
+def test_a_connection_made_ahead_has_the_fast_paths_statements_prepared_with_kept_plans(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """The warm-up prepares the fast path's statements by name and runs each read past the
+    plans made for their parameters; a call then EXECUTEs them: its reads on the plans the
+    server keeps (nothing parsed or planned for the call), its writes prepared too."""
+    _admitted(pg_url, tmp_path)
+    assert pg_ahead.connect_ahead(pg_url, dict(os.environ), warm=hotpath_pg.warm)
+    ahead = next(iter(pg_ahead._AHEAD.values()))[0]
+    assert ahead.prepared == frozenset(hotpath_pg.PREPARED.values())
+    before = _plans(ahead)
+    assert set(before) == set(hotpath_pg.PREPARED.values())  # nothing else (psycopg's own)
+    for name in hotpath_pg.PREPARED_READS.values():
+        generic, custom = before[name]
+        assert generic >= 1 and custom == hotpath_pg.CUSTOM_PLANS, name
+    kept: list[Any] = []
+    assert hotpath.try_fast(_after_read(tmp_path, 1), None, keep=kept) is None  # answered
+    assert kept == [ahead] and _outcomes(pg_url) == ["toolu_1"]
+    after = _plans(ahead)
+    for name in ("onstation_fast_lock_node", "onstation_fast_gather", "onstation_fast_bindings"):
+        assert after[name] == (before[name][0] + 1, before[name][1]), name  # the kept plan
+    used = sum(after[n][0] + after[n][1] for n in hotpath_pg.PREPARED_WRITES.values())
+    assert used == sum(before[n][0] + before[n][1] for n in hotpath_pg.PREPARED_WRITES.values()) + 1
+    ahead.close()
+
+
+def test_prepared_statements_answer_as_the_statements_sent_as_they_are(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """A session id with a quote, a backslash and a dollar sign, written into the EXECUTE as
+    a literal psycopg quotes, reads the same rows from the prepared statements as from the
+    statements sent with bound parameters; an id that matches nothing reads nothing."""
+    session = "sess-it's \\x$1\"'"
+    (tmp_path / ".onstation").mkdir()
+    (tmp_path / ".onstation" / "config.json").write_text(f'{{"node": "{NODE}", "db": "{pg_url}"}}')
+    with Ledger.open(pg_url) as ledger:
+        ledger.register_node(NODE)
+        HarnessLedger(ledger).bind_workspace(str(tmp_path), NODE, harness="claude-code",
+                                             by="test")  # fmt: skip
+        HookRunner(ledger, "claude-code", WorkspaceConfig(node=NODE)).handle(
+            HookCall.from_payload(
+                "claude-code",
+                "SessionStart",
+                {
+                    "session_id": session,
+                    "cwd": str(tmp_path),
+                    "hook_event_name": "SessionStart",
+                    "source": "startup",
+                },
+            )
+        )
+    plain = hotpath_pg.PgStore(PostgresBackend(pg_url))
+    warmed = PostgresBackend(pg_url)
+    hotpath_pg.warm(warmed)
+    prepared = hotpath_pg.PgStore(warmed)
+    assert warmed.prepared and not plain.backend.prepared
+    for store in (plain, prepared):
+        assert store.cursor_row("sess-none") is None
+    assert prepared.cursor_row(session) == plain.cursor_row(session) is not None
+    assert prepared.workspace_node(str(tmp_path)) == plain.workspace_node(str(tmp_path)) == NODE
+    rows = []
+    for store in (plain, prepared):
+        rows.append(store.gather(session, str(tmp_path), "PostToolUse", "toolu_x"))
+        store.rollback()
+        rows.append(store.gather_status(session, str(tmp_path)))
+        store.rollback()
+    assert rows[:2] == rows[2:] and rows[0] is not None and rows[1][0] is not None
+    for store in (plain, prepared):
+        store.backend.close()
+
+
+def test_prepared_statements_the_session_lost_send_the_call_to_the_full_path(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """Statements deallocated since the warm-up (``DEALLOCATE ALL`` on the session): the
+    call's first EXECUTE fails, nothing is written, the connection is closed and not handed
+    on, and the full path answers the call."""
+    _admitted(pg_url, tmp_path)
+    assert pg_ahead.connect_ahead(pg_url, dict(os.environ), warm=hotpath_pg.warm)
+    ahead = next(iter(pg_ahead._AHEAD.values()))[0]
+    ahead._conn.execute("DEALLOCATE ALL")
+    _sent_to_the_full_path(pg_url, tmp_path, ahead)
+
+
+def test_a_session_that_keeps_no_prepared_statement_leaves_the_statements_as_they_are(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """As behind a proxy that pools transactions: every PREPARE goes to another server
+    session (here a second real connection), so the warm-up's check finds none on this one.
+    The connection is still warmed and held, prepares nothing, and its call sends the
+    statements as they are."""
+    _admitted(pg_url, tmp_path)
+    base, schema = pg_url.split("?schema=")
+    other = psycopg.connect(base, autocommit=True)
+    other.execute(f'SET search_path TO "{schema}"')
+
+    def warm_behind_a_proxy(backend: PostgresBackend) -> None:
+        execute = backend._conn.execute
+
+        def routed(query: Any, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(query, bytes) and query.startswith(b"PREPARE "):
+                return other.execute(query, *args, **kwargs)
+            return execute(query, *args, **kwargs)
+
+        backend._conn.execute = routed  # type: ignore[method-assign]
+        try:
+            hotpath_pg.warm(backend)
+        finally:
+            del backend._conn.execute
+
+    assert pg_ahead.connect_ahead(pg_url, dict(os.environ), warm=warm_behind_a_proxy)
+    ahead = next(iter(pg_ahead._AHEAD.values()))[0]
+    assert ahead.prepared == frozenset() and _plans(ahead) == {}
+    assert ahead._conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    kept: list[Any] = []
+    assert hotpath.try_fast(_after_read(tmp_path, 1), None, keep=kept) is None
+    assert kept == [ahead] and _outcomes(pg_url) == ["toolu_1"]
+    ahead.close()
+    other.close()

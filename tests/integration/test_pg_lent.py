@@ -22,6 +22,7 @@ import pytest
 from onstation.ledger import Ledger, pg_ahead, pg_lent
 from onstation.ledger.pg_backend import PostgresBackend
 from onstation.ledger.pg_lent import LentSessions
+from onstation.relief import hotpath_pg
 
 #: Connections made ahead in a test are closed and forgotten after it (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("no_connection_left_ahead")
@@ -214,6 +215,35 @@ def test_statements_are_never_prepared_on_a_lent_session(
     held = sessions._held[0].backend
     prepared = held._conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()
     assert prepared == (0,)
+
+
+def _fast_reads_rolled_back(backend: PostgresBackend | None, out: int) -> None:
+    """The hook fast path's reads, on its prepared statements, each transaction rolled back."""
+    assert backend is not None
+    store = hotpath_pg.PgStore(backend)
+    for _ in range(3):
+        assert store.gather("no such session", "/", "PostToolUse", None) is None
+        store.rollback()
+    os.write(out, b"read\n")
+
+
+def test_the_warm_up_prepares_the_fast_paths_statements_and_calls_leave_them(
+    pg_url: str, env: dict[str, str], sessions: LentSessions
+) -> None:
+    """The daemon's warm-up prepares the fast path's statements by name on the session it
+    holds (SQL PREPARE, which psycopg does not track); children EXECUTE them, roll back, run
+    a statement often, and leave the session with exactly those statements: none of their
+    own prepared, none deallocated (psycopg deallocates everything after a ROLLBACK once it
+    has prepared a statement itself)."""
+    sessions.want(pg_url, env)
+    sessions.make_wanted(warm=hotpath_pg.warm)
+    held = sessions._held[0].backend
+    assert held.prepared == frozenset(hotpath_pg.PREPARED.values())
+    for body in (_fast_reads_rolled_back, _pid_and_repeats, _fast_reads_rolled_back):
+        _slot, code, said = _call(sessions, pg_url, env, body)
+        assert code == 0 and said.endswith(b"state c"), said
+    names = {row[0] for row in held._conn.execute("SELECT name FROM pg_prepared_statements")}
+    assert names == set(hotpath_pg.PREPARED.values())
 
 
 def _lock_alpha_and_wait(backend: PostgresBackend | None, out: int) -> None:

@@ -132,6 +132,10 @@ class PostgresBackend:
         #: Whether a COMMIT was ever sent on this connection: until then nothing it did can
         #: have been committed, so a caller may run its work again on another connection.
         self.commit_sent = False
+        #: The statements prepared by name on this server session when it was made ahead of
+        #: its call (``relief.hotpath_pg.warm``), which a call EXECUTEs instead of having
+        #: the server parse and plan them anew; empty on a connection made for its call.
+        self.prepared: frozenset[str] = frozenset()
         status = psycopg.pq.TransactionStatus
         #: A transaction still open on the server: idle inside it, or failed.
         self._open_states = (status.INTRANS, status.INERROR)

@@ -30,7 +30,9 @@ The rules (docs/daemon.md, "Server sessions lent"):
   once, at the connection (its only session setting; every other is ``SET LOCAL``), and a
   lent connection never prepares statements (``prepare_threshold`` None: a statement a
   child prepared would be unknown to the daemon's copy, and the next child's prepare of the
-  same name would fail).
+  same name would fail). The statements the warm-up prepares by name when the daemon makes
+  the connection (``relief.hotpath_pg.warm``, SQL ``PREPARE``, which psycopg does not track)
+  are the session's from the start; children only EXECUTE them.
 - A connection older than :data:`pg_ahead.MAX_AGE` is not lent again; it is closed and made
   anew. At most :data:`MOST_PER_LEDGER` are held per ledger and environment: a call that
   finds none free connects itself, and the daemon makes one more at its next quiet moment.
