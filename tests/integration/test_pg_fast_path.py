@@ -607,3 +607,21 @@ def test_a_session_that_keeps_no_prepared_statement_leaves_the_statements_as_the
     assert kept == [ahead] and _outcomes(pg_url) == ["toolu_1"]
     ahead.close()
     other.close()
+
+
+def test_a_statement_the_server_will_not_prepare_leaves_the_statements_as_they_are(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One statement among them the server refuses to prepare (a parameter whose type it
+    cannot infer): the warm-up still succeeds, the connection names none prepared and is
+    left idle, and its call is answered with the statements as they are."""
+    _admitted(pg_url, tmp_path)
+    monkeypatch.setitem(hotpath_pg.PREPARED, "SELECT %s IS NULL", "onstation_fast_untyped")
+    assert pg_ahead.connect_ahead(pg_url, dict(os.environ), warm=hotpath_pg.warm)
+    ahead = next(iter(pg_ahead._AHEAD.values()))[0]
+    assert ahead.prepared == frozenset()
+    assert ahead._conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    kept: list[Any] = []
+    assert hotpath.try_fast(_after_read(tmp_path, 1), None, keep=kept) is None
+    assert kept == [ahead] and _outcomes(pg_url) == ["toolu_1"]
+    ahead.close()

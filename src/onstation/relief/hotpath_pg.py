@@ -166,38 +166,36 @@ def warm(backend: PostgresBackend) -> None:
 
 
 def _prepare(backend: PostgresBackend) -> None:
-    """PREPARE :data:`PREPARED` on ``backend``'s session (each in a statement of its own; one
-    the server refuses is left out), then run each read past its custom plans in one round
-    trip (a transaction rolled back); ``backend.prepared`` names them once that has
-    succeeded."""
+    """PREPARE :data:`PREPARED` on ``backend``'s session, then, in a transaction of its own
+    (rolled back), run each read past its custom plans: two round trips in all. Once both
+    have succeeded ``backend.prepared`` names the statements; a statement the server refuses
+    to prepare, or prepared statements not found in the next transaction, leave it empty
+    (the calls then send their statements as they are). A connection that fails otherwise
+    raises (the warm-up fails, and the connection is not used)."""
     import psycopg
 
     conn = backend._conn
-    names = set()
-    for sql, name in PREPARED.items():
-        numbered, count = _numbered(sql)
-        types = f" ({', '.join(['text'] * count)})" if sql in PREPARED_READS else ""
-        try:
-            conn.execute(f"PREPARE {name}{types} AS {numbered}".encode(), prepare=False)
-        except psycopg.errors.ProgrammingError:
-            continue  # a statement its server version cannot prepare: sent as it is
-        names.add(name)
     store = PgStore(backend)
     try:
-        with conn.pipeline():
+        with conn.pipeline() as pipeline:
+            for sql, name in PREPARED.items():
+                numbered, count = _numbered(sql)
+                types = f" ({', '.join(['text'] * count)})" if sql in PREPARED_READS else ""
+                conn.execute(f"PREPARE {name}{types} AS {numbered}".encode(), prepare=False)
+            pipeline.sync()
             conn.execute(b"BEGIN")
             for _ in range(CUSTOM_PLANS + 1):
                 for sql, name in PREPARED_READS.items():
                     count = _numbered(sql)[1]
                     conn.execute(store.executing(name, (_NO_SESSION,) * count), prepare=False)
             conn.execute(b"ROLLBACK")
-    except psycopg.errors.InvalidSqlStatementName:
-        # Not kept into the next transaction: nothing is prepared for this connection's
-        # calls (they send their statements as they are).
+    except (psycopg.errors.ProgrammingError, psycopg.errors.DataError):
+        # Refused, or not kept into the next transaction (a proxy that pools transactions):
+        # nothing is prepared for this connection's calls.
         if conn.pgconn.transaction_status in backend._open_states:
             conn.execute(b"ROLLBACK")
         return
-    backend.prepared = frozenset(names)
+    backend.prepared = frozenset(PREPARED.values())
 
 
 class PgStore:
