@@ -19,7 +19,9 @@ for a durable one.
 
 The connection is a daemon's spare's, made ahead of the call (:mod:`onstation.ledger.pg_ahead`)
 when there is one, else the call's own; a call the fast path declines hands it to the full
-path (``cli/hooks.py`` ``_open``) instead of the full path making another.
+path (``cli/hooks.py`` ``_open``) instead of the full path making another. A connection made
+ahead was warmed (:func:`warm`): its server session holds the fast path's statements
+prepared by name, which the call EXECUTEs instead of sending them to be parsed and planned.
 """
 
 from __future__ import annotations
