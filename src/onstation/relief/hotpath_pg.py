@@ -147,17 +147,17 @@ def _numbered(sql: str) -> tuple[str, int]:
 
 def warm(backend: PostgresBackend) -> None:
     """Make a connection made ahead of its call ready for it, for a session that does not
-    exist. Its server session prepares the fast path's reads by name (:data:`PREPARED`), and
-    runs each of them past the plans made for their parameters (:data:`CUSTOM_PLANS`), so
-    that a call EXECUTEs them with a kept plan instead of the server parsing and planning
-    them anew (about 1 ms of a call's two round trips here, most of it the gathering read's
+    exist. Its server session prepares the fast path's statements by name (:data:`PREPARED`)
+    and runs each read past the plans made for their parameters (:data:`CUSTOM_PLANS`), so
+    that a call EXECUTEs them, the reads with a kept plan, instead of the server parsing and
+    planning them anew (about 1 ms of a call's two round trips here, most of it the gathering read's
     plan). Then the fast path's statements run once as a call runs them: the server then
     has the catalog entries of every table and index they touch cached for this connection
     (a new server process has none), so the call does not wait while they load (about 2 ms
     of a 4 ms fast path here). Reads only, in transactions rolled back: nothing is locked
-    (no session, no node row) or written. A server that will not keep the prepared
-    statements from one transaction to the next (a proxy that pools transactions) leaves
-    the connection as it was: its calls send the statements as they are."""
+    (no session, no node row) or written. A server that refuses a statement, or will not
+    keep them from one transaction to the next (a proxy that pools transactions), leaves
+    the connection with none prepared: its calls send the statements as they are."""
     _prepare(backend)
     store = PgStore(backend)
     store.cursor_row(_NO_SESSION)
@@ -188,8 +188,8 @@ def _prepare(backend: PostgresBackend) -> None:
             conn.execute(b"BEGIN")
             for _ in range(CUSTOM_PLANS + 1):
                 for sql, name in PREPARED_READS.items():
-                    count = _numbered(sql)[1]
-                    conn.execute(store.executing(name, (_NO_SESSION,) * count), prepare=False)
+                    asked = (_NO_SESSION,) * sql.count("%s")
+                    conn.execute(store.executing(name, asked), prepare=False)
             conn.execute(b"ROLLBACK")
     except (psycopg.errors.ProgrammingError, psycopg.errors.DataError):
         # Refused, or not kept into the next transaction (a proxy that pools transactions):
@@ -221,7 +221,7 @@ class PgStore:
     def _ask(self, sql: str, params: tuple[Any, ...] | list[str]) -> Any:
         """Send one of the fast path's statements: EXECUTE its prepared statement where this
         connection's session has it (:func:`warm`), else the statement itself."""
-        name = PREPARED.get(sql) if self.backend.prepared else None
+        name = PREPARED.get(sql)
         if name is None or name not in self.backend.prepared:
             return self.conn.execute(sql, params)
         # Never prepared by psycopg itself: a statement it prepared would be deallocated,
