@@ -317,7 +317,9 @@ def test_the_fast_path_on_prepared_statements_leaves_the_same_ledger(
 ) -> None:
     """On PostgreSQL, each fast call on a connection made and warmed ahead, as a daemon's
     spare makes it: its statements EXECUTEd, prepared by name with their parameters' types
-    the server's to infer (``relief.hotpath_pg.warm``), leave the rows the full path does."""
+    the server's to infer (``relief.hotpath_pg.warm``), leave the rows the full path does.
+    So does each session start there, its admission EXECUTEd on its own prepared
+    statements, against the full path's on a connection of its own."""
     with _two_ledgers(pg_url, tmp_path) as dbs:
         _same_ledger(tmp_path, name, dbs, ahead=True)
 

@@ -479,6 +479,14 @@ def test_a_connection_that_dies_after_a_commit_is_not_run_again(pg_url: str) -> 
     checked.close()
 
 
+#: Every statement the warm-up prepares, by name: the fast path's and an admission's.
+ALL_PREPARED = {
+    *hotpath_pg.PREPARED.values(),
+    *(name for name, _ in hotpath_pg.ADMISSION_READS.values()),
+    *hotpath_pg.ADMISSION_WRITES.values(),
+}
+
+
 def _plans(backend: PostgresBackend) -> dict[str, tuple[int, int]]:
     """(generic plans, custom plans) of each statement prepared on ``backend``'s session (a
     session's own: asked on its connection)."""
@@ -497,10 +505,12 @@ def test_a_connection_made_ahead_has_the_fast_paths_statements_prepared_with_kep
     _admitted(pg_url, tmp_path)
     assert pg_ahead.connect_ahead(pg_url, dict(os.environ), warm=hotpath_pg.warm)
     ahead = next(iter(pg_ahead._AHEAD.values()))[0]
-    assert ahead.prepared == frozenset(hotpath_pg.PREPARED.values())
+    assert set(ahead.prepared.values()) == ALL_PREPARED
     before = _plans(ahead)
-    assert set(before) == set(hotpath_pg.PREPARED.values())  # nothing else (psycopg's own)
-    for name in hotpath_pg.PREPARED_READS.values():
+    assert set(before) == ALL_PREPARED  # nothing else (psycopg's own)
+    reads = [*hotpath_pg.PREPARED_READS.values(),
+             *(name for name, _ in hotpath_pg.ADMISSION_READS.values())]  # fmt: skip
+    for name in reads:
         generic, custom = before[name]
         assert generic >= 1 and custom == hotpath_pg.CUSTOM_PLANS, name
     kept: list[Any] = []
@@ -600,7 +610,7 @@ def test_a_session_that_keeps_no_prepared_statement_leaves_the_statements_as_the
 
     assert pg_ahead.connect_ahead(pg_url, dict(os.environ), warm=warm_behind_a_proxy)
     ahead = next(iter(pg_ahead._AHEAD.values()))[0]
-    assert ahead.prepared == frozenset() and _plans(ahead) == {}
+    assert ahead.prepared == {} and _plans(ahead) == {}
     assert ahead._conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
     kept: list[Any] = []
     assert hotpath.try_fast(_after_read(tmp_path, 1), None, keep=kept) is None
@@ -619,9 +629,125 @@ def test_a_statement_the_server_will_not_prepare_leaves_the_statements_as_they_a
     monkeypatch.setitem(hotpath_pg.PREPARED, "SELECT %s IS NULL", "onstation_fast_untyped")
     assert pg_ahead.connect_ahead(pg_url, dict(os.environ), warm=hotpath_pg.warm)
     ahead = next(iter(pg_ahead._AHEAD.values()))[0]
-    assert ahead.prepared == frozenset()
+    assert ahead.prepared == {}
     assert ahead._conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
     kept: list[Any] = []
     assert hotpath.try_fast(_after_read(tmp_path, 1), None, keep=kept) is None
     assert kept == [ahead] and _outcomes(pg_url) == ["toolu_1"]
     ahead.close()
+
+
+def _bound(pg_url: str, cwd: Path) -> None:
+    """``NODE`` registered with its workspace ``cwd`` bound and configured: no body yet, so
+    the next session start is admitted as its first."""
+    (cwd / ".onstation").mkdir()
+    (cwd / ".onstation" / "config.json").write_text(f'{{"node": "{NODE}", "db": "{pg_url}"}}')
+    with Ledger.open(pg_url) as ledger:
+        ledger.register_node(NODE)
+        HarnessLedger(ledger).bind_workspace(str(cwd), NODE, harness="claude-code", by="test")
+
+
+def _parsed(trace: str) -> list[str]:
+    """The statements a libpq trace shows sent to be parsed, in order."""
+    return [line.split('"')[3] for line in trace.splitlines() if "\tParse\t" in line]
+
+
+def test_a_session_start_on_a_connection_made_ahead_executes_the_statements_prepared(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """A new session's admission (the full path's, on the connection a daemon's spare made
+    and warmed) sends the server no statement of its own to parse and plan: each is an
+    EXECUTE of a statement the warm-up prepared, its reads on the plans the server keeps.
+    The session is admitted as on any connection, and psycopg prepared nothing itself."""
+    _bound(pg_url, tmp_path)
+    (tmp_path / "t.jsonl").write_text("")
+    assert pg_ahead.connect_ahead(pg_url, dict(os.environ), warm=hotpath_pg.warm)
+    ahead = next(iter(pg_ahead._AHEAD.values()))[0]
+    assert ahead._conn.prepare_threshold is None
+    monkeypatch.setattr(ahead, "close", lambda: None)  # kept open, to be asked below
+    before = _plans(ahead)
+    payload = {**_start_payload(tmp_path, "sess-1"), "transcript_path": str(tmp_path / "t.jsonl")}
+    with tracing(ahead._conn) as traced:
+        assert _hook_main(monkeypatch, payload) == 0
+    assert pg_ahead.took_ahead()
+    assert "body of exec-1, generation 1" in capsys.readouterr().out
+    sent = _parsed(traced[0])
+    assert sent[0] == "BEGIN" and sent[-1] == "COMMIT", sent
+    assert all(s.startswith("EXECUTE ") for s in sent[1:-1]), sent
+    after = _plans(ahead)
+    assert set(after) == set(before)  # none of psycopg's own
+    for name, _ in hotpath_pg.ADMISSION_READS.values():  # each read once, on its kept plan
+        assert after[name] == (before[name][0] + 1, before[name][1]), name
+    ran = [
+        "onstation_admit_judge",
+        "onstation_admit_insert_session",
+        "onstation_admit_host",
+        "onstation_admit_transcript",
+        "onstation_fast_bindings",
+        "onstation_fast_event",
+    ]
+    for name in ran:
+        assert sum(after[name]) == sum(before[name]) + 1, name
+    with Ledger.open(pg_url) as ledger:
+        session = HarnessLedger(ledger).session("sess-1")
+        assert (session.node, session.generation, session.state) == (NODE, 1, "ADMITTED")
+        assert session.transcript_path == str(tmp_path / "t.jsonl")
+        assert "session.admitted" in [e.kind for e in ledger.history(NODE)]
+    PostgresBackend.close(ahead)
+
+
+def test_an_admission_whose_statements_the_session_lost_runs_again_as_they_are(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Statements deallocated since the warm-up: the admission's first EXECUTE fails, its
+    transaction is rolled back, the connection forgets its statements and the admission runs
+    again with them sent as they are. The session is admitted once, with one record of it."""
+    _bound(pg_url, tmp_path)
+    assert pg_ahead.connect_ahead(pg_url, dict(os.environ), warm=hotpath_pg.warm)
+    ahead = next(iter(pg_ahead._AHEAD.values()))[0]
+    ahead._conn.execute("DEALLOCATE ALL")
+    with tracing(ahead._conn) as traced:
+        assert _hook_main(monkeypatch, _start_payload(tmp_path, "sess-1")) == 0
+    assert "body of exec-1, generation 1" in capsys.readouterr().out
+    sent = _parsed(traced[0])
+    again = sent.index("BEGIN", 1)  # the second try's transaction
+    assert sent[1].startswith("EXECUTE ") and "ROLLBACK" in traced[0], sent  # the first's
+    assert not any(s.startswith("EXECUTE ") for s in sent[again:]), sent
+    assert sent[-1] == "COMMIT", sent
+    assert ahead.prepared == {}
+    with Ledger.open(pg_url) as ledger:
+        kinds = [e.kind for e in ledger.history(NODE)]
+        assert kinds.count("session.admitted") == 1 and kinds.count("lease.acquired") == 1
+        assert HarnessLedger(ledger).session("sess-1").generation == 1
+    ahead.close()
+
+
+def test_an_admission_on_prepared_statements_writes_what_it_is_given_exactly(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """Values written into the EXECUTEs as literals psycopg quotes (a session id with a
+    quote, a backslash and a dollar sign; a workspace path with the same; the host witness's
+    JSON) are stored exactly as sent with bound parameters."""
+    session = "sess-it's \\x$1\"'"
+    cwd = tmp_path / 'it\'s \\ $1 "x"'
+    cwd.mkdir()
+    _bound(pg_url, cwd)
+    witness = {"pid": 7, "exe": '/opt/it\'s \\ "claude"', "note": "$1 -- ; \n"}
+    backend = PostgresBackend(pg_url)
+    hotpath_pg.warm(backend)
+    assert backend.prepared
+    with Ledger(backend) as ledger:
+        admission = HarnessLedger(ledger).admit_session(
+            session, harness="claude-code", node=NODE, workspace=str(cwd),
+            host=lambda: witness, source="startup",
+        )  # fmt: skip
+        assert admission.admitted and backend.prepared  # on the prepared statements
+    with _admin(pg_url) as admin:
+        row = admin.execute(
+            "SELECT s.session_id, s.workspace, h.host_witness FROM body_session s "
+            "JOIN body_host h ON h.session_id = s.session_id"
+        ).fetchone()
+    assert row is not None and row[:2] == (session, str(cwd))
+    assert json.loads(row[2]) == witness

@@ -238,12 +238,13 @@ def test_the_warm_up_prepares_the_fast_paths_statements_and_calls_leave_them(
     sessions.want(pg_url, env)
     sessions.make_wanted(warm=hotpath_pg.warm)
     held = sessions._held[0].backend
-    assert held.prepared == frozenset(hotpath_pg.PREPARED.values())
+    statements = set(held.prepared.values())
+    assert statements >= set(hotpath_pg.PREPARED.values())
     for body in (_fast_reads_rolled_back, _pid_and_repeats, _fast_reads_rolled_back):
         _slot, code, said = _call(sessions, pg_url, env, body)
         assert code == 0 and said.endswith(b"state c"), said
     names = {row[0] for row in held._conn.execute("SELECT name FROM pg_prepared_statements")}
-    assert names == set(hotpath_pg.PREPARED.values())
+    assert names == statements
 
 
 def _lock_alpha_and_wait(backend: PostgresBackend | None, out: int) -> None:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -30,31 +31,51 @@ from onstation.ledger.backends import (
 if TYPE_CHECKING:
     import psycopg
 
+#: No statement prepared by name.
+_NONE: Mapping[str, str] = MappingProxyType({})
+
+
+def executing(conn: psycopg.Connection[Any], name: str, params: Params) -> bytes:
+    """``EXECUTE name(...)`` with ``params`` as literals, quoted by psycopg for ``conn`` (a
+    utility statement takes no bound parameters)."""
+    from psycopg import sql as pgsql
+
+    literals = pgsql.SQL(", ").join(pgsql.Literal(p) for p in params)
+    return pgsql.SQL("EXECUTE {}({})").format(pgsql.Identifier(name), literals).as_bytes(conn)
+
 
 class _PgTx:
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], prepared: Mapping[str, str] = _NONE) -> None:
         self._conn = conn
+        #: Statement text -> its name, for those this server session holds prepared
+        #: (:attr:`PostgresBackend.prepared`); empty where a statement is sent as it is.
+        self._prepared = prepared
 
-    @staticmethod
-    def _sql(sql: str) -> Any:
-        return sql.replace("?", "%s")
+    def _execute(self, sql: str, params: Params) -> Any:
+        """Send ``sql``: as an EXECUTE of its prepared statement where the session holds
+        one, else the statement itself (``?`` placeholders as psycopg's ``%s``)."""
+        text = sql.replace("?", "%s")
+        name = self._prepared.get(text) if self._prepared else None
+        if name is None:
+            return self._conn.execute(text, params)
+        # Never prepared by psycopg itself (see :attr:`PostgresBackend.prepared`).
+        return self._conn.execute(executing(self._conn, name, params), prepare=False)
 
     def one(self, sql: str, params: Params = ()) -> Row | None:
-        cur = self._conn.execute(self._sql(sql), params)
-        row: Row | None = cur.fetchone()
+        row: Row | None = self._execute(sql, params).fetchone()
         return row
 
     def all(self, sql: str, params: Params = ()) -> list[Row]:
-        return list(self._conn.execute(self._sql(sql), params).fetchall())
+        return list(self._execute(sql, params).fetchall())
 
     def run(self, sql: str, params: Params = ()) -> int:
-        return self._conn.execute(self._sql(sql), params).rowcount
+        return int(self._execute(sql, params).rowcount)
 
     def send(self, sql: str, params: Params = ()) -> None:
-        self._conn.execute(self._sql(sql), params)
+        self._execute(sql, params)
 
     def ask(self, sql: str, params: Params = ()) -> Asked:
-        return Fetched(list(self._conn.execute(self._sql(sql), params).fetchall()))
+        return Fetched(list(self._execute(sql, params).fetchall()))
 
 
 class _PgPipelinedTx(_PgTx):
@@ -69,19 +90,22 @@ class _PgPipelinedTx(_PgTx):
     next statement's snapshot is taken.
     """
 
-    def __init__(self, conn: psycopg.Connection[Any], pipeline: psycopg.Pipeline) -> None:
-        super().__init__(conn)
+    def __init__(
+        self, conn: psycopg.Connection[Any], pipeline: psycopg.Pipeline,
+        prepared: Mapping[str, str] = _NONE,
+    ) -> None:  # fmt: skip
+        super().__init__(conn, prepared)
         self._pipeline = pipeline
 
     def run(self, sql: str, params: Params = ()) -> int:
-        cur = self._conn.execute(self._sql(sql), params)
+        cur = self._execute(sql, params)
         self._pipeline.sync()  # the row count arrives with the result
-        return cur.rowcount
+        return int(cur.rowcount)
 
     def ask(self, sql: str, params: Params = ()) -> Asked:
         # Queued: the server runs it in order; its rows are read (with everything queued
         # before it, in one round trip) when first asked for.
-        return _PgAsked(self._conn.execute(self._sql(sql), params))
+        return _PgAsked(self._execute(sql, params))
 
 
 class _PgAsked:
@@ -133,9 +157,13 @@ class PostgresBackend:
         #: have been committed, so a caller may run its work again on another connection.
         self.commit_sent = False
         #: The statements prepared by name on this server session when it was made ahead of
-        #: its call (``relief.hotpath_pg.warm``), which a call EXECUTEs instead of having
-        #: the server parse and plan them anew; empty on a connection made for its call.
-        self.prepared: frozenset[str] = frozenset()
+        #: its call (``relief.hotpath_pg.warm``), statement text -> name: the hook fast
+        #: path's, and those of a session's admission, which a call EXECUTEs (in a writing
+        #: transaction) instead of having the server parse and plan them anew. Empty on a
+        #: connection made for its call, and once the session has lost them
+        #: (:meth:`is_retryable`). Such a connection never prepares statements of psycopg's
+        #: own: psycopg answers a ROLLBACK after one with ``DEALLOCATE ALL``.
+        self.prepared: dict[str, str] = {}
         status = psycopg.pq.TransactionStatus
         #: A transaction still open on the server: idle inside it, or failed.
         self._open_states = (status.INTRANS, status.INERROR)
@@ -192,7 +220,7 @@ class PostgresBackend:
                     # This transaction's COMMIT does not wait for its WAL flush (SET LOCAL:
                     # the setting ends with the transaction, whichever way it ends).
                     conn.execute(b"SET LOCAL synchronous_commit TO OFF")
-                yield _PgPipelinedTx(conn, pipeline)
+                yield _PgPipelinedTx(conn, pipeline, self.prepared)
                 self.commit_sent = True
                 conn.execute(b"COMMIT")
             # Leaving the pipeline syncs it: a failed statement or COMMIT raises here.
@@ -219,8 +247,15 @@ class PostgresBackend:
         return _PgTx(self._conn)
 
     def is_retryable(self, exc: BaseException) -> bool:
-        """Serialization failures and deadlocks are safe to retry as a whole transaction."""
+        """Serialization failures and deadlocks are safe to retry as a whole transaction. So
+        is a prepared statement the server session no longer holds (deallocated, or a proxy
+        that pools transactions moved the connection to another session): nothing of the
+        transaction was done, and the session's statements are forgotten here, so that it
+        runs again with them sent as they are."""
         errors = self._psycopg.errors
+        if isinstance(exc, errors.InvalidSqlStatementName):
+            self.prepared.clear()  # the dict the fast path's store reads too
+            return True
         return isinstance(exc, (errors.SerializationFailure, errors.DeadlockDetected))
 
     def retry_pause(self, attempt: int) -> None:
@@ -302,4 +337,4 @@ def _redacted(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
-__all__ = ["PostgresBackend"]
+__all__ = ["PostgresBackend", "executing"]

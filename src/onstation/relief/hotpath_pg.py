@@ -21,7 +21,9 @@ The connection is a daemon's spare's, made ahead of the call (:mod:`onstation.le
 when there is one, else the call's own; a call the fast path declines hands it to the full
 path (``cli/hooks.py`` ``_open``) instead of the full path making another. A connection made
 ahead was warmed (:func:`warm`): its server session holds the fast path's statements
-prepared by name, which the call EXECUTEs instead of sending them to be parsed and planned.
+prepared by name, and those of a new session's admission (the full path's, which
+``ledger.pg_backend`` EXECUTEs in its writing transactions), which the call EXECUTEs instead
+of sending them to be parsed and planned.
 """
 
 from __future__ import annotations
@@ -132,6 +134,26 @@ PREPARED_WRITES: dict[str, str] = {
     _pg(queries.INSERT_EVENT): "onstation_fast_event",
 }
 PREPARED: dict[str, str] = {**PREPARED_READS, **PREPARED_WRITES}
+#: What a new session's admission (``ledger.body_admission``, a SessionStart's full path)
+#: sends, prepared beside them, by named query -> prepared name. Its reads, with the
+#: arguments the warm-up runs each past its custom plans with (matching nothing)...
+ADMISSION_READS: dict[str, tuple[str, tuple[object, ...]]] = {
+    "node_lock": ("onstation_admit_node", (_NO_SESSION,)),
+    "session_by_id": ("onstation_admit_session", (_NO_SESSION,)),
+    "session_live_lease": ("onstation_admit_live_lease", (_NO_SESSION, 0)),
+    "session_generation_spent_now": ("onstation_admit_spent", (_NO_SESSION, _NO_SESSION)),
+    "message_waiting_for_body": ("onstation_admit_message", (_NO_SESSION, 0)),
+}
+#: ... and its writes, which the warm-up never runs. Parameter types are the server's to
+#: infer, as for the fast path's writes. (Its lookup of the workspace's bindings and its
+#: event are the fast path's statements.)
+ADMISSION_WRITES: dict[str, str] = {
+    "pg_admit": "onstation_admit_judge",
+    "session_insert": "onstation_admit_insert_session",
+    "body_host_insert": "onstation_admit_host",
+    "session_transcript_set": "onstation_admit_transcript",
+    "pg_generation_base_offer": "onstation_admit_base",
+}
 #: Executions of a prepared statement the server plans for their parameters before it
 #: considers the plan it keeps (PostgreSQL's plan cache: five): the warm-up runs each read
 #: this many times and once more, so that a call finds the kept plan.
@@ -145,19 +167,36 @@ def _numbered(sql: str) -> tuple[str, int]:
     return parts[0] + "".join(f"${n}{part}" for n, part in enumerate(parts[1:], 1)), len(parts) - 1
 
 
+def _admission() -> dict[str, tuple[str, tuple[object, ...] | None]]:
+    """The admission's statements as sent (psycopg's placeholders) -> (prepared name, the
+    warm-up's arguments for a read, None for a write)."""
+    from onstation.ledger.named_queries import queries
+
+    sql = queries("postgres")
+    found: dict[str, tuple[str, tuple[object, ...] | None]] = {}
+    for query, (name, asked) in ADMISSION_READS.items():
+        found[_pg(sql[query])] = (name, asked)
+    for query, name in ADMISSION_WRITES.items():
+        found[_pg(sql[query])] = (name, None)
+    return found
+
+
 def warm(backend: PostgresBackend) -> None:
     """Make a connection made ahead of its call ready for it, for a session that does not
-    exist. Its server session prepares the fast path's statements by name (:data:`PREPARED`)
-    and runs each read past the plans made for their parameters (:data:`CUSTOM_PLANS`), so
-    that a call EXECUTEs them, the reads with a kept plan, instead of the server parsing and
-    planning them anew (about 1 ms of a call's two round trips here, most of it the gathering read's
-    plan). Then the fast path's statements run once as a call runs them: the server then
-    has the catalog entries of every table and index they touch cached for this connection
-    (a new server process has none), so the call does not wait while they load (about 2 ms
-    of a 4 ms fast path here). Reads only, in transactions rolled back: nothing is locked
-    (no session, no node row) or written. A server that refuses a statement, or will not
-    keep them from one transaction to the next (a proxy that pools transactions), leaves
-    the connection with none prepared: its calls send the statements as they are."""
+    exist. Its server session prepares by name the fast path's statements
+    (:data:`PREPARED`) and those of a new session's admission, the full path's
+    (:data:`ADMISSION_READS`, :data:`ADMISSION_WRITES`), and runs each read past the plans
+    made for their parameters (:data:`CUSTOM_PLANS`), so that a call EXECUTEs them, the
+    reads with a kept plan, instead of the server parsing and planning them anew (about
+    1 ms of a fast call's two round trips here, most of it the gathering read's plan; 0.4
+    of an admission's 2.3 ms of server time). Then the fast path's statements run once as
+    a call runs them: the server then has the catalog entries of every table and index they
+    touch cached for this connection (a new server process has none), so the call does not
+    wait while they load (about 2 ms of a 4 ms fast path here). Reads only, in transactions
+    rolled back: nothing is locked (no session, no node row) or written. A server that
+    refuses a statement, or will not keep them from one transaction to the next (a proxy
+    that pools transactions), leaves the connection with none prepared: its calls send the
+    statements as they are."""
     _prepare(backend)
     store = PgStore(backend)
     store.cursor_row(_NO_SESSION)
@@ -168,28 +207,35 @@ def warm(backend: PostgresBackend) -> None:
 
 
 def _prepare(backend: PostgresBackend) -> None:
-    """PREPARE :data:`PREPARED` on ``backend``'s session, then, in a transaction of its own
-    (rolled back), run each read past its custom plans: two round trips in all. Once both
-    have succeeded ``backend.prepared`` names the statements; a statement the server refuses
-    to prepare, or prepared statements not found in the next transaction, leave it empty
-    (the calls then send their statements as they are). A connection that fails otherwise
-    raises (the warm-up fails, and the connection is not used)."""
+    """PREPARE :data:`PREPARED` and the admission's statements on ``backend``'s session,
+    then, in a transaction of its own (rolled back), run each read past its custom plans:
+    two round trips in all. Once both have succeeded ``backend.prepared`` names the
+    statements, and the connection prepares none of psycopg's own; a statement the server
+    refuses to prepare, or prepared statements not found in the next transaction, leave it
+    empty (the calls then send their statements as they are). A connection that fails
+    otherwise raises (the warm-up fails, and the connection is not used)."""
     import psycopg
 
+    from onstation.ledger.pg_backend import executing
+
     conn = backend._conn
-    store = PgStore(backend)
+    admission = _admission()
+    statements = {**PREPARED, **{sql: name for sql, (name, _) in admission.items()}}
+    reads: list[tuple[str, tuple[object, ...]]] = [
+        (name, (_NO_SESSION,) * sql.count("%s")) for sql, name in PREPARED_READS.items()
+    ]
+    reads += [(name, asked) for name, asked in admission.values() if asked is not None]
     try:
         with conn.pipeline() as pipeline:
-            for sql, name in PREPARED.items():
+            for sql, name in statements.items():
                 numbered, count = _numbered(sql)
                 types = f" ({', '.join(['text'] * count)})" if sql in PREPARED_READS else ""
                 conn.execute(f"PREPARE {name}{types} AS {numbered}".encode(), prepare=False)
             pipeline.sync()
             conn.execute(b"BEGIN")
             for _ in range(CUSTOM_PLANS + 1):
-                for sql, name in PREPARED_READS.items():
-                    asked = (_NO_SESSION,) * sql.count("%s")
-                    conn.execute(store.executing(name, asked), prepare=False)
+                for name, asked in reads:
+                    conn.execute(executing(conn, name, asked), prepare=False)
             conn.execute(b"ROLLBACK")
     except (psycopg.errors.ProgrammingError, psycopg.errors.DataError):
         # Refused, or not kept into the next transaction (a proxy that pools transactions):
@@ -197,7 +243,9 @@ def _prepare(backend: PostgresBackend) -> None:
         if conn.pgconn.transaction_status in backend._open_states:
             conn.execute(b"ROLLBACK")
         return
-    backend.prepared = frozenset(PREPARED.values())
+    # psycopg answers a ROLLBACK after a statement it prepared itself with DEALLOCATE ALL.
+    conn.prepare_threshold = None
+    backend.prepared = dict(statements)
 
 
 class PgStore:
@@ -221,22 +269,14 @@ class PgStore:
     def _ask(self, sql: str, params: tuple[Any, ...] | list[str]) -> Any:
         """Send one of the fast path's statements: EXECUTE its prepared statement where this
         connection's session has it (:func:`warm`), else the statement itself."""
-        name = PREPARED.get(sql)
-        if name is None or name not in self.backend.prepared:
+        name = self.backend.prepared.get(sql)
+        if name is None:
             return self.conn.execute(sql, params)
+        from onstation.ledger.pg_backend import executing
+
         # Never prepared by psycopg itself: a statement it prepared would be deallocated,
         # with every other on the session (``DEALLOCATE ALL``), after the next ROLLBACK.
-        return self.conn.execute(self.executing(name, params), prepare=False)
-
-    def executing(self, name: str, params: tuple[Any, ...] | list[str]) -> bytes:
-        """``EXECUTE name(...)`` with ``params`` as literals, quoted by psycopg for this
-        connection (a utility statement takes no bound parameters)."""
-        from psycopg import sql as pgsql
-
-        literals = pgsql.SQL(", ").join(pgsql.Literal(p) for p in params)
-        return (
-            pgsql.SQL("EXECUTE {}({})").format(pgsql.Identifier(name), literals).as_bytes(self.conn)
-        )
+        return self.conn.execute(executing(self.conn, name, params), prepare=False)
 
     def cursor_row(self, session_id: str) -> Any:
         return self._ask(_pg(queries.SESSION_CURSOR), (session_id,)).fetchone()
