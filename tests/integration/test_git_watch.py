@@ -447,3 +447,74 @@ def test_shared_remote_answers_still_get_to_prove_theirs(repo: Path, calls: Coun
             other.close()
     finally:
         batches.close()
+
+
+def _asking(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Every question put to a kept ``git cat-file`` (the names asked), in order."""
+    asked: list[list[str]] = []
+    real = EvidenceCache._batch_answer
+
+    def counting(self: EvidenceCache, ws: str, names: list[str]) -> str | None:
+        asked.append(list(names))
+        return real(self, ws, names)
+
+    monkeypatch.setattr(EvidenceCache, "_batch_answer", counting)
+    return asked
+
+
+def test_a_branch_the_evidence_compares_with_is_kept_with_the_status_until_it_moves(
+    repo: Path, batches: GitBatches, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The branch a work tree's changes are measured against (``master`` beside ``main``,
+    no upstream) is a ref the status's watch covers: a later relief's collection takes its
+    object with the kept status and asks git nothing; moved, it is read again, and every
+    collection is what a fresh one says."""
+    start = sh(repo, "rev-parse", "HEAD")
+    sh(repo, "branch", "master", start)
+    (repo / "a.txt").write_text("two\n")
+    sh(repo, "commit", "-q", "-am", "two")
+    asked = _asking(monkeypatch)
+    first = EvidenceCache(keep_open=True, batches=batches).collect(repo)
+    assert any("master" in names for names in asked) and first.merge_base == start
+    asked.clear()
+    second = EvidenceCache(keep_open=True, batches=batches).collect(repo)
+    assert asked == [] and second == first  # neither a process nor a question
+    assert second == collect(repo)
+    sh(repo, "branch", "-f", "master", "HEAD")  # the ref moves: the watch sees it
+    asked.clear()
+    moved = EvidenceCache(keep_open=True, batches=batches).collect(repo)
+    assert any("master" in names for names in asked)
+    assert moved.merge_base == sh(repo, "rev-parse", "HEAD") and moved == collect(repo)
+
+
+def test_head_is_read_from_a_kept_status_while_it_is_proven(
+    repo: Path, batches: GitBatches, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HEAD's commit, asked of a relief's cache after a collection kept the status: the
+    status's own, with no question to git; after a commit, the new one (the watch saw it,
+    and git is asked)."""
+    EvidenceCache(keep_open=True, batches=batches).collect(repo)
+    asked = _asking(monkeypatch)
+    cache = EvidenceCache(keep_open=True, batches=batches)
+    assert cache.head(repo) == sh(repo, "rev-parse", "HEAD")
+    assert asked == []
+    (repo / "a.txt").write_text("two\n")
+    sh(repo, "commit", "-q", "-am", "two")
+    assert cache.head(repo) == sh(repo, "rev-parse", "HEAD")
+    assert asked == [["HEAD"]]
+    assert batches.statuses is not None and batches.statuses.proven(str(repo)) is None
+
+
+def test_a_proven_answer_is_never_asked_of_git(repo: Path) -> None:
+    """``StatusAnswers.proven``: nothing kept, None; kept and quiet, the answer; after a
+    change, None, and the next answer asks git again."""
+    answers: StatusAnswers[str] = StatusAnswers()
+    try:
+        assert answers.proven(str(repo)) is None
+        assert answers.answer(str(repo), lambda: "first") == "first"
+        assert answers.proven(str(repo)) == "first"
+        (repo / "a.txt").write_text("changed\n")
+        assert answers.proven(str(repo)) is None
+        assert answers.answer(str(repo), lambda: "second") == "second"
+    finally:
+        answers.close()

@@ -457,7 +457,11 @@ class EvidenceCache:
         """The object id each of ``names`` names, or None (also for a name that could be read
         as an option or holds a line break), from one ``git cat-file --batch-check`` for every
         name not already known."""
-        ws = str(Path(workspace))
+        return self._resolve(str(Path(workspace)), names)[0]
+
+    def _resolve(self, ws: str, names: list[str]) -> tuple[dict[str, str | None], bool]:
+        """:meth:`resolve`'s answer, and whether git gave it (False: it could not answer,
+        and every name it was asked is None)."""
         found: dict[str, str | None] = {}
         ask: list[str] = []
         for name in dict.fromkeys(names):
@@ -467,6 +471,7 @@ class EvidenceCache:
                 found[name] = None
             else:
                 ask.append(name)
+        answered = True
         if ask:
             out = self._batch_answer(ws, ask)
             if out is None:
@@ -475,12 +480,13 @@ class EvidenceCache:
             lines = (out or "").splitlines()
             if out is None or len(lines) != len(ask):
                 lines = [""] * len(ask)  # git could not answer: nothing is known
+                answered = False
             for name, line in zip(ask, lines, strict=True):
                 oid = line if _FULL_ID.fullmatch(line) else None  # else "NAME missing"
                 found[name] = oid
-                if out is not None and _immutable(name):
+                if answered and _immutable(name):
                     self._objects[(ws, name)] = oid
-        return found
+        return found, answered
 
     def _batch_answer(self, ws: str, names: list[str]) -> str | None:
         """The kept process's answer lines for ``names`` (as one text), or None (none kept)."""
@@ -502,8 +508,15 @@ class EvidenceCache:
 
     def head(self, workspace: str | os.PathLike[str]) -> str | None:
         """The object id HEAD names now (as ``git rev-parse HEAD``), or None (no work tree,
-        an unborn branch, git could not answer); never kept."""
-        return self.resolve(workspace, ["HEAD"])["HEAD"]
+        an unborn branch, git could not answer); never kept, but read from a kept status
+        while its watch proves the repository unchanged (``git_watch``: the status names
+        HEAD's commit)."""
+        ws = str(Path(workspace))
+        statuses = self._batch.statuses if self._batch is not None else None
+        status = None if statuses is None else statuses.proven(ws)
+        if status is not None:
+            return cast(_Status, status).head
+        return self.resolve(ws, ["HEAD"])["HEAD"]
 
     def commit_of(self, workspace: str | os.PathLike[str], revision: str | None) -> str | None:
         """As :func:`commit_of`; a full id's answer is kept."""
@@ -588,7 +601,13 @@ class EvidenceCache:
             names.append(upstream)
         else:
             names += candidates
-        found = self.resolve(ws, names)  # one process for every name, none when all known
+        if statuses is None or all(_immutable(name) for name in names):
+            found = self.resolve(ws, names)  # one process for every name, none when all known
+        else:
+            # A branch's or an upstream's object is read from the repository's refs, which the
+            # status's watch covers: kept with that status while it stays quiet.
+            found = statuses.alongside(ws, "\0".join(["resolve", *names]),
+                                       lambda: self._resolve(ws, names))  # fmt: skip
         tree = found[tree_name] if head else None
         requested_commit = found[base_name] if base is not None else None
 

@@ -7,7 +7,9 @@ across reliefs (:class:`~onstation.harness.git_kept.GitBatches` with ``keep_stat
 simulator's), :class:`StatusAnswers` keeps a workspace's last answer, and its ``git remote
 -v`` (:meth:`StatusAnswers.alongside`), together with a :class:`WorkTreeWatch`: a Linux
 inotify watch, set up before git is asked, over every directory of the work tree and of its
-git directory. A single relief asks git each time (one reuse would spare it about a
+git directory. The objects a collection resolves from refs (its branches, upstream) are kept
+alongside in the same way, and HEAD is read from a kept answer still proven
+(:meth:`StatusAnswers.proven`). A single relief asks git each time (one reuse would spare it about a
 millisecond on a small tree; watching a large one costs more than its status). The kernel queues
 an event for every change made through a watched directory as part of the system call that
 makes it (a file written, truncated, created, removed, renamed, chmod'ed or touched; a
@@ -378,6 +380,25 @@ class StatusAnswers(Generic[_T]):
         # A change while git read stays queued: the next use sees it and asks git again.
         self._kept[ws] = _Kept(watch, inputs, found)
         return found
+
+    def proven(self, ws: str) -> _T | None:
+        """``ws``'s kept answer when it is still proven, as :meth:`answer` proves it (its
+        watch quiet, git's configuration reading the same), else None; git is not asked
+        (a caller that wants only what the status says, such as HEAD, asks git its own
+        cheaper way)."""
+        kept = self._kept.get(ws)
+        if kept is None:
+            return None
+        try:
+            same = kept.watch.quiet() and _status_inputs() == kept.inputs
+        except (_Unproven, OSError):
+            same = False
+        if not same:
+            del self._kept[ws]
+            kept.watch.close()
+            return None
+        self.reused += 1
+        return kept.answer
 
     def alongside(self, ws: str, name: str, compute: Callable[[], tuple[_V, bool]]) -> _V:
         """Another answer git gives from nothing but the watched directories and the inputs
