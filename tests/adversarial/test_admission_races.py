@@ -25,10 +25,12 @@ SESSIONS = 24
 ROUNDS = 3 * soak_scale()
 
 
-def _race(url: str, node: str, start: Path, round_no: int) -> list[dict[str, object]]:
+def _race(
+    url: str, node: str, start: Path, round_no: int, mode: str = "admit"
+) -> list[dict[str, object]]:
     procs = [
         subprocess.Popen(
-            [sys.executable, str(WORKER), "admit", url, node, str(start), str(round_no)],
+            [sys.executable, str(WORKER), mode, url, node, str(start), str(round_no)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -48,18 +50,31 @@ def _race(url: str, node: str, start: Path, round_no: int) -> list[dict[str, obj
 def test_sessions_starting_at_once_admit_exactly_one_body(
     ledger_url: str, tmp_path: Path, campaign: type[Campaign]
 ) -> None:
-    count = campaign(f"admission races ({SESSIONS} sessions at once)")
-    with Ledger.open(ledger_url) as ledger:
+    _rounds(ledger_url, tmp_path, campaign, "admit")
+
+
+@pytest.mark.slow
+def test_sessions_starting_at_once_on_prepared_statements_admit_exactly_one_body(
+    pg_url: str, tmp_path: Path, campaign: type[Campaign]
+) -> None:
+    """As above, each racer on a connection warmed as a daemon's server session is: its
+    admission EXECUTEs the statements prepared by name (the node's lock among them)."""
+    _rounds(pg_url, tmp_path, campaign, "admit-prepared")
+
+
+def _rounds(url: str, tmp_path: Path, campaign: type[Campaign], mode: str) -> None:
+    count = campaign(f"admission races ({SESSIONS} sessions at once, {mode})")
+    with Ledger.open(url) as ledger:
         ledger.register_node("contested")
     for round_no in range(ROUNDS):
         start = tmp_path / f"start-{round_no}"
-        results = _race(ledger_url, "contested", start, round_no)
+        results = _race(url, "contested", start, round_no, mode)
         admitted = [r for r in results if r["admitted"]]
         count.tried(len(results))
         count.denied(len(results) - len(admitted))
         count.lost(abs(len(admitted) - 1))
         assert len(admitted) == 1, results
-        with Ledger.open(ledger_url) as ledger:
+        with Ledger.open(url) as ledger:
             # No generation was used up by a racer: one per round (each round starts after
             # the previous body is gone).
             assert ledger.get_node("contested").generation == round_no + 1

@@ -111,10 +111,25 @@ def admit(ledger: Ledger, node: str, rounds: int) -> dict[str, object]:
             "generation": admission.session.generation}  # fmt: skip
 
 
+def _prepared(url: str) -> Ledger:
+    """The ledger on a PostgreSQL connection warmed as a daemon warms its server sessions:
+    the hook fast path's and a session admission's statements prepared by name."""
+    from onstation.ledger.pg_backend import PostgresBackend
+    from onstation.relief import hotpath_pg
+
+    backend = PostgresBackend(url)
+    hotpath_pg.warm(backend)
+    assert backend.prepared, "the warm-up prepared nothing"
+    return Ledger(backend)
+
+
 def main() -> None:
     mode, url, node, start = sys.argv[1:5]
     rest = sys.argv[5:]
-    ledger = Ledger.open(url)
+    if mode == "admit-prepared":
+        mode, ledger = "admit", _prepared(url)
+    else:
+        ledger = Ledger.open(url)
     if mode == "churn":
         churn(ledger, node)
         return
