@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 from claude_turns import assistant_turn
+from git_work import sh
 from libpq_trace import tracing, waits
 
 from onstation.cli.hooks import hook_main, statusline_main
@@ -662,6 +663,10 @@ def test_a_session_start_on_a_connection_made_ahead_executes_the_statements_prep
     The session is admitted as on any connection, and psycopg prepared nothing itself."""
     _bound(pg_url, tmp_path)
     (tmp_path / "t.jsonl").write_text("")
+    # A repository with one commit: the admission records the generation's base too.
+    sh(tmp_path, "init", "-q")
+    sh(tmp_path, "commit", "-q", "--allow-empty", "-m", "start")
+    head = sh(tmp_path, "rev-parse", "HEAD")
     assert pg_ahead.connect_ahead(pg_url, dict(os.environ), warm=hotpath_pg.warm)
     ahead = next(iter(pg_ahead._AHEAD.values()))[0]
     assert ahead._conn.prepare_threshold is None
@@ -684,6 +689,7 @@ def test_a_session_start_on_a_connection_made_ahead_executes_the_statements_prep
         "onstation_admit_insert_session",
         "onstation_admit_host",
         "onstation_admit_transcript",
+        "onstation_admit_base",
         "onstation_fast_bindings",
         "onstation_fast_event",
     ]
@@ -694,6 +700,7 @@ def test_a_session_start_on_a_connection_made_ahead_executes_the_statements_prep
         assert (session.node, session.generation, session.state) == (NODE, 1, "ADMITTED")
         assert session.transcript_path == str(tmp_path / "t.jsonl")
         assert "session.admitted" in [e.kind for e in ledger.history(NODE)]
+        assert HarnessLedger(ledger).base_of(NODE, 1) == head
     PostgresBackend.close(ahead)
 
 
