@@ -20,10 +20,10 @@ for a durable one.
 The connection is a daemon's spare's, made ahead of the call (:mod:`onstation.ledger.pg_ahead`)
 when there is one, else the call's own; a call the fast path declines hands it to the full
 path (``cli/hooks.py`` ``_open``) instead of the full path making another. A connection made
-ahead was warmed (:func:`warm`): its server session holds the fast path's statements
-prepared by name, and those of a new session's admission (the full path's, which
-``ledger.pg_backend`` EXECUTEs in its writing transactions), which the call EXECUTEs instead
-of sending them to be parsed and planned.
+ahead was warmed (:func:`warm`): its server session holds prepared by name the fast path's
+statements, which the call EXECUTEs instead of sending them to be parsed and planned, and
+those of a new session's admission, which the full path's writing transactions EXECUTE
+(``ledger.pg_backend``).
 """
 
 from __future__ import annotations
