@@ -349,17 +349,9 @@ class StatusAnswers(Generic[_T]):
 
     def answer(self, ws: str, ask: Callable[[], _T | None]) -> _T | None:
         """The kept answer for ``ws`` when still proven, else ``ask()`` (kept when it can be)."""
-        kept = self._kept.pop(ws, None)
-        if kept is not None:
-            try:
-                same = kept.watch.quiet() and _status_inputs() == kept.inputs
-            except (_Unproven, OSError):  # what git reads could not be read: ask git
-                same = False
-            if same:
-                self._kept[ws] = kept
-                self.reused += 1
-                return kept.answer
-            kept.watch.close()
+        kept = self.proven(ws)
+        if kept is not None:  # an answer kept is never None
+            return kept
         self.asked += 1
         if ws in self._unwatchable:
             return ask()
@@ -391,7 +383,7 @@ class StatusAnswers(Generic[_T]):
             return None
         try:
             same = kept.watch.quiet() and _status_inputs() == kept.inputs
-        except (_Unproven, OSError):
+        except (_Unproven, OSError):  # what git reads could not be read: ask git
             same = False
         if not same:
             del self._kept[ws]

@@ -68,6 +68,20 @@ def executing(conn: psycopg.Connection[Any], name: str, params: Params) -> bytes
     return b"EXECUTE %s(%s)" % (escaping.escape_identifier(name.encode()), b", ".join(literals))
 
 
+def send_on(
+    conn: psycopg.Connection[Any], prepared: Mapping[str, str], sql: str, params: Params
+) -> Any:
+    """Send ``sql`` (psycopg's ``%s`` placeholders) on ``conn``: as an EXECUTE of its
+    prepared statement where ``prepared`` (the session's, :attr:`PostgresBackend.prepared`)
+    names one, else the statement itself. An EXECUTE is never prepared by psycopg itself: a
+    statement it prepared would be deallocated, with every other on the session
+    (``DEALLOCATE ALL``), after the next ROLLBACK."""
+    name = prepared.get(sql) if prepared else None
+    if name is None:
+        return conn.execute(sql, params)
+    return conn.execute(executing(conn, name, params), prepare=False)
+
+
 class _PgTx:
     def __init__(self, conn: psycopg.Connection[Any], prepared: Mapping[str, str] = _NONE) -> None:
         self._conn = conn
@@ -76,14 +90,8 @@ class _PgTx:
         self._prepared = prepared
 
     def _execute(self, sql: str, params: Params) -> Any:
-        """Send ``sql``: as an EXECUTE of its prepared statement where the session holds
-        one, else the statement itself (``?`` placeholders as psycopg's ``%s``)."""
-        text = sql.replace("?", "%s")
-        name = self._prepared.get(text) if self._prepared else None
-        if name is None:
-            return self._conn.execute(text, params)
-        # Never prepared by psycopg itself (see :attr:`PostgresBackend.prepared`).
-        return self._conn.execute(executing(self._conn, name, params), prepare=False)
+        """Send ``sql`` (``?`` placeholders as psycopg's ``%s``) as :func:`send_on` does."""
+        return send_on(self._conn, self._prepared, sql.replace("?", "%s"), params)
 
     def one(self, sql: str, params: Params = ()) -> Row | None:
         row: Row | None = self._execute(sql, params).fetchone()
@@ -361,4 +369,4 @@ def _redacted(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
-__all__ = ["PostgresBackend", "executing"]
+__all__ = ["PostgresBackend", "executing", "send_on"]

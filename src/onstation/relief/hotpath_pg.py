@@ -269,14 +269,9 @@ class PgStore:
     def _ask(self, sql: str, params: tuple[Any, ...] | list[str]) -> Any:
         """Send one of the fast path's statements: EXECUTE its prepared statement where this
         connection's session has it (:func:`warm`), else the statement itself."""
-        name = self.backend.prepared.get(sql)
-        if name is None:
-            return self.conn.execute(sql, params)
-        from onstation.ledger.pg_backend import executing
+        from onstation.ledger.pg_backend import send_on
 
-        # Never prepared by psycopg itself: a statement it prepared would be deallocated,
-        # with every other on the session (``DEALLOCATE ALL``), after the next ROLLBACK.
-        return self.conn.execute(executing(self.conn, name, params), prepare=False)
+        return send_on(self.conn, self.backend.prepared, sql, params)
 
     def cursor_row(self, session_id: str) -> Any:
         return self._ask(_pg(queries.SESSION_CURSOR), (session_id,)).fetchone()
