@@ -39,6 +39,7 @@ def _born(ledger: Ledger, name: str = "exec-1") -> int:
 
 def test_register_starts_at_generation_one_and_records_history(ledger: Ledger) -> None:
     node = ledger.register_node("coord-a", role="coordinator", spawner="pd")
+    assert ledger.generation_of("coord-a") == 1
     assert (node.node, node.generation, node.role, node.spawner) == (
         "coord-a",
         1,
@@ -64,6 +65,10 @@ def test_unsafe_names_are_bad_input(ledger: Ledger, bad: str) -> None:
 def test_unknown_node_is_bad_input(ledger: Ledger) -> None:
     with pytest.raises(BadInput, match="no such node"):
         ledger.get_node("ghost")
+    with pytest.raises(BadInput, match="no such node 'ghost'"):
+        ledger.generation_of("ghost")
+    with pytest.raises(BadInput):
+        ledger.generation_of("../x")
     with pytest.raises(BadInput):
         ledger.acquire_lease("ghost")
 
@@ -116,6 +121,7 @@ def test_fence_is_a_compare_and_swap(ledger: Ledger) -> None:
     with pytest.raises(Conflict, match="generation is 2, not 1"):
         ledger.fence("exec-1", expect_generation=1)
     assert ledger.get_node("exec-1").generation == 2
+    assert ledger.generation_of("exec-1") == 2  # the generation alone, read as get_node's
     leases = ledger.leases("exec-1")
     assert [(ls.generation, ls.state) for ls in leases] == [(1, LeaseState.FENCED)]
 

@@ -142,6 +142,52 @@ def test_the_checker_skips_a_look_only_when_nothing_was_committed(tmp_path: Path
         other.close()
 
 
+def test_the_checker_counts_live_leases_only_after_a_lease_was_acquired(tmp_path: Path) -> None:
+    """The LIVE-lease count (a GROUP BY over every lease) is read at the first look and then
+    only when the new events hold a lease.acquired: a lease becomes LIVE only by the insert
+    that records it. Other commits are read and checked without it; a second LIVE lease,
+    acquired as every lease is, is caught at the next look."""
+    from onstation.core.governor import RespawnPolicy
+    from onstation.ledger import Ledger
+    from onstation.sim.invariants import Invariants
+
+    db = str(tmp_path / "ledger.db")
+    mine, other = Ledger.open(db), Ledger.open(db)
+    try:
+        checks = Invariants(RespawnPolicy())
+        counted: list[int] = []
+        real = mine.multiple_live_leases
+        mine.multiple_live_leases = lambda: counted.append(1) or real()  # type: ignore[method-assign]
+        other.register_node("agent-1", role="executor", by="test")
+        checks.check(mine)
+        assert counted == [1]  # the first look counts
+        other.open_episode("agent-1", "work", by="test")  # committed, no lease acquired
+        checks.check(mine)
+        assert counted == [1] and checks.violations == []
+        lease = other.acquire_lease("agent-1", by="test")
+        checks.check(mine)
+        assert counted == [1, 1] and checks.violations == []
+        # A second LIVE lease of the same node, inserted with its event as the ledger does,
+        # once the index that refuses it is gone (what the check is there to catch).
+        conn = other.backend._conn  # type: ignore[attr-defined]
+        conn.execute("DROP INDEX body_lease_one_live")
+        conn.execute(
+            "INSERT INTO body_lease (node, generation, state, holder, acquired_at, renewed_at, "
+            "expires_at) SELECT node, generation + 1, 'LIVE', 'planted', acquired_at, "
+            "renewed_at, expires_at FROM body_lease WHERE lease_id = ?",
+            (lease.lease_id,),
+        )
+        conn.execute(
+            "INSERT INTO event (node, kind, generation, actor, detail, at) "
+            "VALUES ('agent-1', 'lease.acquired', 2, 'test', '{}', 0)")  # fmt: skip
+        checks.check(mine)
+        assert counted == [1, 1, 1]
+        assert checks.violations == ["one-live-lease: agent-1 has 2 LIVE leases"]
+    finally:
+        mine.close()
+        other.close()
+
+
 def test_a_runs_checks_take_no_statement_until_one_of_its_connections_writes(
     tmp_path: Path,
 ) -> None:

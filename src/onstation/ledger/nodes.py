@@ -62,6 +62,19 @@ class NodeRecords(LedgerBase):
         validate_name(name, "node")
         return self._read_single(lambda tx, _now: self._get_node(tx, name))
 
+    def generation_of(self, name: str) -> int:
+        """The identity's current generation: :meth:`get_node`'s ``generation`` alone, for a
+        caller that asks it before each act of a body (the simulator's bodies do)."""
+        validate_name(name, "node")
+
+        def body(tx: Tx, _now: int) -> int:
+            row = tx.one(self._q("node_generation"), (name,))
+            if row is None:
+                raise BadInput(f"no such node {name!r}", node=name)
+            return int(row[0])
+
+        return self._read_single(body)
+
     def list_nodes(self) -> list[AgentNode]:
         """Every identity, by name."""
         return self._read_single(

@@ -93,9 +93,11 @@ class Invariants:
         with contextlib.nullcontext() if own else ledger.reading():  # one moment's state
             events = ledger.events_after(self.cursor)
             # A lease becomes LIVE only by its acquisition's insert, which records
-            # lease.acquired in the same transaction (ledger/queries/leases.sql): with no new
-            # event since the last look, no node can hold one more LIVE lease than it did.
-            many = ledger.multiple_live_leases() if events or not self.leases_checked else None
+            # lease.acquired in the same transaction (ledger/queries/leases.sql, and
+            # PostgreSQL's admission function): with no lease.acquired since the last look,
+            # no node can hold one more LIVE lease than it did.
+            acquired = not self.leases_checked or any(e.kind == "lease.acquired" for e in events)
+            many = ledger.multiple_live_leases() if acquired else None
         for event in events:
             self.cursor = event.seq
             at = to_us(event.at)

@@ -353,7 +353,7 @@ class World:
     def _call(self, body: SimBody, what: str, op: Callable[[], object]) -> bool:
         """One ledger write on the body's behalf; a denial ends the body (it was relieved)."""
         ledger = self._ledger()
-        current = ledger.get_node(body.node).generation
+        current = ledger.generation_of(body.node)
         try:
             op()
         except StaleGeneration as exc:

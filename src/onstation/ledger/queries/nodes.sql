@@ -7,6 +7,10 @@
 -- 1 when a node of that name is registered, no row otherwise.
 SELECT 1 FROM agent_node WHERE name = ?;
 
+-- name: node_generation
+-- The node's current generation alone, no row when no node has that name.
+SELECT generation FROM agent_node WHERE name = ?;
+
 -- name: node_insert
 -- Register an identity (name, role, spawner, created_at) at generation 1, ACTIVE.
 INSERT INTO agent_node (name, role, spawner, generation, state, created_at)
