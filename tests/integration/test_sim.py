@@ -188,6 +188,50 @@ def test_the_checker_counts_live_leases_only_after_a_lease_was_acquired(tmp_path
         other.close()
 
 
+def test_a_body_reads_its_journal_again_only_when_it_may_have_changed(tmp_path: Path) -> None:
+    """A simulated body reads its identity's journal before its first effect and then keeps
+    what its own steps did (issue 14: a read of every effect before each one): what it keeps
+    is what a read shows. A commit by a supervisor's connection (a reconcile, an operator's
+    resolve) makes it read again, and so does a step of its own that was refused."""
+    from onstation.sim.run import _Run
+
+    run = _Run(7, 2, 1.0, None, tmp_path)
+    try:
+        run.start()
+        world, body_ledger = run.world, run.world.body_ledger
+        assert body_ledger is not None
+        body = world.bodies["agent-1"]
+        reads: list[str] = []
+        real = body_ledger.effects
+        body_ledger.effects = lambda node, **kw: reads.append(node) or real(node, **kw)  # type: ignore[method-assign]
+
+        def read_states() -> dict[str, str]:
+            return {str(e.arguments["k"]): e.state.value for e in real("agent-1")}
+
+        world._effect(body, None)
+        world._effect(body, None)
+        world._effect(body, None)
+        assert reads == ["agent-1"]  # read once, then kept
+        assert body.journal is not None and body.journal[1] == read_states()
+        assert read_states() == {"0": "COMMITTED", "1": "COMMITTED", "2": "COMMITTED"}
+        run.ledger.register_node("agent-9", role="executor", by="test")  # a supervisor's commit
+        world._effect(body, None)
+        assert reads == ["agent-1", "agent-1"]
+        assert body.journal is not None and body.journal[1] == read_states()
+        # A step refused (a halt, raised here on the bodies' own connection so that the token
+        # does not move): nothing is kept, and the next effect reads again.
+        body_ledger.halt(node="agent-1", by="test", why="drill")
+        world._effect(body, None)
+        assert body.journal is None and len(reads) == 2  # answered from what it kept
+        body_ledger.unhalt(node="agent-1", by="test")
+        world._effect(body, None)
+        assert len(reads) == 3
+        assert body.journal is not None and body.journal[1] == read_states()
+        assert read_states()["4"] == "COMMITTED"
+    finally:
+        run.close()
+
+
 def test_a_runs_checks_take_no_statement_until_one_of_its_connections_writes(
     tmp_path: Path,
 ) -> None:

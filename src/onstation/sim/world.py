@@ -218,6 +218,9 @@ class SimBody:
     woke_from_pause: bool = False
     fill_at: float = 0.0  # monotonic instant its context reaches Red
     challenge: dict[str, Any] | None = None
+    #: What the body knows of its identity's journal (each logical effect's state, by its
+    #: index ``k``) and the world's journal token when it last read it (World._effect).
+    journal: tuple[object, dict[str, str]] | None = None
 
 
 @dataclass(order=True)
@@ -251,6 +254,10 @@ class World:
         self.on_step: Callable[[], None] = lambda: None
         self.on_denial: Callable[[StaleGeneration], None] = lambda _exc: None
         self.on_stale_accept: Callable[[str, int, str], None] = lambda _n, _g, _w: None
+        #: A token that changes whenever a connection other than the bodies' may have
+        #: committed (the run's: the rows its supervisors' connections changed); None when
+        #: it cannot tell, and then a body reads its journal before each effect.
+        self.journal_token: Callable[[], object | None] = lambda: None
         self.depth = 0  # > 0 while a relief is running (its sleeps run only body/operator work)
 
     # -- bookkeeping ------------------------------------------------------------------------
@@ -436,12 +443,22 @@ class World:
         """Journal one non-idempotent effect around its real-world act, crashing where told."""
         ledger = self._ledger()
         node, gen = body.node, body.generation
-        try:
-            effects = ledger.effects(node)
-        except OnstationError:
-            return
-        states = {str(e.arguments.get("k")): e.state.value for e in effects
-                  if isinstance(e.arguments, dict)}  # fmt: skip
+        # The body reads its identity's journal once and then keeps what its own steps did,
+        # until another connection may have committed (a relief's reconcile, an operator's
+        # resolve: the token moves) or a step of its own was refused: what it knows is then
+        # exactly what a read would show (bodies write only their own identity's effects,
+        # one row per index), without the read of every effect before each one.
+        token = self.journal_token()
+        kept, body.journal = body.journal, None  # kept again once its commit has succeeded
+        if token is not None and kept is not None and kept[0] == token:
+            states = kept[1]
+        else:
+            try:
+                effects = ledger.effects(node)
+            except OnstationError:
+                return
+            states = {str(e.arguments.get("k")): e.state.value for e in effects
+                      if isinstance(e.arguments, dict)}  # fmt: skip
         k = 0
         while states.get(str(k)) in ("COMMITTED", "DISPATCHED", "OBSERVED", "AMBIGUOUS"):
             k += 1
@@ -481,7 +498,10 @@ class World:
             body.process.exit(137)
             self.log(f"{node}@{gen} crashed after observing effect {k}")
             return
-        self._call(body, f"commit effect {k}", lambda: ledger.commit_effect(eid, generation=gen))
+        if self._call(body, f"commit effect {k}",
+                      lambda: ledger.commit_effect(eid, generation=gen)):  # fmt: skip
+            states[str(k)] = "COMMITTED"
+            body.journal = (token, states)
 
 
 class SimLauncher(Launcher):
