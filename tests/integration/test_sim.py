@@ -3,9 +3,11 @@ coverage counter, one seed replays bit for bit, and every planted bug is caught.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -188,25 +190,37 @@ def test_the_checker_counts_live_leases_only_after_a_lease_was_acquired(tmp_path
         other.close()
 
 
-def test_a_body_reads_its_journal_again_only_when_it_may_have_changed(tmp_path: Path) -> None:
-    """A simulated body reads its identity's journal before its first effect and then keeps
-    what its own steps did (issue 14: a read of every effect before each one): what it keeps
-    is what a read shows. A commit by a supervisor's connection (a reconcile, an operator's
-    resolve) makes it read again, and so does a step of its own that was refused."""
+@contextlib.contextmanager
+def _started_run(tmp_path: Path, counted: str) -> Iterator[tuple[Any, Any, Any, list[str]]]:
+    """A seed's run, started (its bodies live, nothing run yet): the run, its first body,
+    the bodies' ledger and the nodes passed to the bodies' ledger method ``counted``, one
+    entry a call."""
     from onstation.sim.run import _Run
 
     run = _Run(7, 2, 1.0, None, tmp_path)
     try:
         run.start()
-        world, body_ledger = run.world, run.world.body_ledger
+        body_ledger = run.world.body_ledger
         assert body_ledger is not None
-        body = world.bodies["agent-1"]
-        reads: list[str] = []
-        real = body_ledger.effects
-        body_ledger.effects = lambda node, **kw: reads.append(node) or real(node, **kw)  # type: ignore[method-assign]
+        calls: list[str] = []
+        real = getattr(body_ledger, counted)
+        setattr(body_ledger, counted,
+                lambda node, **kw: calls.append(node) or real(node, **kw))  # fmt: skip
+        yield run, run.world.bodies["agent-1"], body_ledger, calls
+    finally:
+        run.close()
+
+
+def test_a_body_reads_its_journal_again_only_when_it_may_have_changed(tmp_path: Path) -> None:
+    """A simulated body reads its identity's journal before its first effect and then keeps
+    what its own steps did (issue 14: a read of every effect before each one): what it keeps
+    is what a read shows. A commit by a supervisor's connection (a reconcile, an operator's
+    resolve) makes it read again, and so does a step of its own that was refused."""
+    with _started_run(tmp_path, "effects") as (run, body, body_ledger, reads):
+        world = run.world
 
         def read_states() -> dict[str, str]:
-            return {str(e.arguments["k"]): e.state.value for e in real("agent-1")}
+            return {str(e.arguments["k"]): e.state.value for e in run.ledger.effects("agent-1")}
 
         world._effect(body, None)
         world._effect(body, None)
@@ -228,8 +242,25 @@ def test_a_body_reads_its_journal_again_only_when_it_may_have_changed(tmp_path: 
         assert len(reads) == 3
         assert body.journal is not None and body.journal[1] == read_states()
         assert read_states()["4"] == "COMMITTED"
-    finally:
-        run.close()
+
+
+def test_a_bodys_write_is_checked_against_the_generation_a_fence_left(tmp_path: Path) -> None:
+    """Before each write of a body the world reads its identity's generation (a write
+    accepted from an older one is a violation; a paused body's denial after a fence is
+    counted as such): read again only once a supervisor's connection committed, since only a
+    fence moves it (issue 14: a read before every write). A fence by the run's own
+    connection is seen by the very next write."""
+    with _started_run(tmp_path, "generation_of") as (run, body, _body_ledger, reads):
+        world = run.world
+        assert world._heartbeat(body) and world._heartbeat(body)
+        world._effect(body, None)
+        assert reads == ["agent-1"] and run.checks.violations == []
+        run.ledger.fence("agent-1", expect_generation=1, by="test")
+        body.woke_from_pause = True  # as a paused body that wakes after its fence
+        assert not world._heartbeat(body)
+        assert reads == ["agent-1", "agent-1"]
+        assert world.coverage.get("paused_body_fenced") == 1  # it saw generation 2
+        assert body.relieved and run.checks.violations == []
 
 
 def test_a_runs_checks_take_no_statement_until_one_of_its_connections_writes(

@@ -213,7 +213,7 @@ class _Run:
         w.on_denial = self._denied
         w.on_stale_accept = lambda n, g, what: self.checks.fail(
             "no-stale-write", f"{what} by {n}@{g} accepted")  # fmt: skip
-        w.journal_token = self._supervisors_writes
+        w.supervisors_token = self._supervisors_writes
         self._reported = 0
 
     def _open(self) -> Ledger:
@@ -238,9 +238,10 @@ class _Run:
 
     def _supervisors_writes(self) -> tuple[object, ...] | None:
         """The supervisors' connections (the run's own, a rival's) with the rows each changed
-        so far: every write of a seed that is not a body's goes through one of them, so the
-        bodies' journal is as they left it while this is equal (World._effect). A restarted
-        controller's new connection makes it differ. None when a backend does not count."""
+        so far: every write of a seed that is not a body's goes through one of them, so while
+        this is equal the bodies' journal is as they left it and each identity's generation as
+        it was (World._effect, World._generation). A restarted controller's new connection
+        makes it differ. None when a backend does not count."""
         rival = self.rival
         ledger, mine = self.ledger, self.ledger.own_changes()
         theirs = -1 if rival is None else rival.own_changes()

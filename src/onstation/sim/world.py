@@ -256,8 +256,12 @@ class World:
         self.on_stale_accept: Callable[[str, int, str], None] = lambda _n, _g, _w: None
         #: A token that changes whenever a connection other than the bodies' may have
         #: committed (the run's: the rows its supervisors' connections changed); None when
-        #: it cannot tell, and then a body reads its journal before each effect.
-        self.journal_token: Callable[[], object | None] = lambda: None
+        #: it cannot tell, and then a body reads its journal before each effect and its
+        #: identity's generation before each write.
+        self.supervisors_token: Callable[[], object | None] = lambda: None
+        #: Each identity's generation as last read, with the token of that moment: only a
+        #: supervisor's fence moves it (a body's own writes never do).
+        self._generations: dict[str, tuple[object, int]] = {}
         self.depth = 0  # > 0 while a relief is running (its sleeps run only body/operator work)
 
     # -- bookkeeping ------------------------------------------------------------------------
@@ -360,7 +364,7 @@ class World:
     def _call(self, body: SimBody, what: str, op: Callable[[], object]) -> bool:
         """One ledger write on the body's behalf; a denial ends the body (it was relieved)."""
         ledger = self._ledger()
-        current = ledger.generation_of(body.node)
+        current = self._generation(ledger, body.node)
         try:
             op()
         except StaleGeneration as exc:
@@ -386,6 +390,18 @@ class World:
         if current != body.generation:
             self.on_stale_accept(body.node, body.generation, what)
         return True
+
+    def _generation(self, ledger: Ledger, node: str) -> int:
+        """The identity's generation as the ledger has it now: read again only when a
+        supervisor's connection may have committed since the last read."""
+        token = self.supervisors_token()
+        known = self._generations.get(node)
+        if token is not None and known is not None and known[0] == token:
+            return known[1]
+        current = ledger.generation_of(node)
+        if token is not None:
+            self._generations[node] = (token, current)
+        return current
 
     def _tick(self, body: SimBody) -> None:
         """One unit of a body's work: heartbeat, maybe an effect, maybe a fault."""
@@ -448,7 +464,7 @@ class World:
         # resolve: the token moves) or a step of its own was refused: what it knows is then
         # exactly what a read would show (bodies write only their own identity's effects,
         # one row per index), without the read of every effect before each one.
-        token = self.journal_token()
+        token = self.supervisors_token()
         kept, body.journal = body.journal, None  # kept again once its commit has succeeded
         if token is not None and kept is not None and kept[0] == token:
             states = kept[1]
