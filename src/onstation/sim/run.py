@@ -224,17 +224,17 @@ class _Run:
 
     # -- checks -----------------------------------------------------------------------------
 
-    def _writes(self) -> tuple[int | None, ...] | None:
-        """The rows each of this run's connections changed so far: every write of a seed goes
-        through one of them (its ledger lives in a private directory), so equal counts mean
-        nothing was committed. Its own token for the checks: the ledger's (PRAGMA
-        data_version) was a statement on every one of a seed's ~300 steps. None when a
-        backend does not count (the checks then ask the ledger)."""
-        body, rival = self.world.body_ledger, self.rival
+    def _writes(self) -> tuple[object, ...] | None:
+        """The rows each of this run's connections changed so far (the supervisors', see
+        :meth:`_supervisors_writes`, and the bodies'): every write of a seed goes through one
+        of them (its ledger lives in a private directory), so equal counts mean nothing was
+        committed. Its own token for the checks: the ledger's (PRAGMA data_version) was a
+        statement on every one of a seed's ~300 steps. None when a backend does not count
+        (the checks then ask the ledger)."""
+        body = self.world.body_ledger
         assert body is not None
-        counts = (self.ledger.own_changes(), body.own_changes(),
-                  -1 if rival is None else rival.own_changes())  # fmt: skip
-        return None if None in counts else counts
+        supervisors, bodies = self._supervisors_writes(), body.own_changes()
+        return None if supervisors is None or bodies is None else (*supervisors, bodies)
 
     def _supervisors_writes(self) -> tuple[object, ...] | None:
         """The supervisors' connections (the run's own, a rival's) with the rows each changed

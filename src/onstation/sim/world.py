@@ -219,7 +219,7 @@ class SimBody:
     fill_at: float = 0.0  # monotonic instant its context reaches Red
     challenge: dict[str, Any] | None = None
     #: What the body knows of its identity's journal (each logical effect's state, by its
-    #: index ``k``) and the world's journal token when it last read it (World._effect).
+    #: index ``k``) and the world's supervisors' token when it last read it (World._effect).
     journal: tuple[object, dict[str, str]] | None = None
 
 
