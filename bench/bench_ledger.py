@@ -14,7 +14,11 @@ The ratio library/baseline is what the library's Python, validation and records 
 what its fewer round trips save; the target is at least 0.90 (issue 14). For information a
 second baseline is printed too: the bare CAS and the lease insert alone, without grants or
 history; and the CPU time per round trip of both sides (this process's: on PostgreSQL the
-client's only), which a loaded machine disturbs far less than the wall-clock rates.
+client's only), which a loaded machine disturbs far less than the wall-clock rates. On a
+local PostgreSQL server this process and both server sessions are held on one CPU while the
+samples run (bench/_one_cpu.py): a round trip otherwise costs one of two times by where the
+scheduler put each session, and the library's and the baseline's connections would each
+carry their own.
 
 Run: ``./dev bench ledger`` (PostgreSQL from ONSTATION_BENCH_PG, default the local test
 database; skipped with a note when no server answers). ``ONSTATION_BENCH_ROUNDS`` sets the
@@ -31,10 +35,11 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench._one_cpu import ledger_session, one_cpu, server_session
 from onstation.ledger import Ledger, open_backend
 
 ROUNDS = int(os.environ.get("ONSTATION_BENCH_ROUNDS", "50"))
@@ -160,6 +165,7 @@ def _timed(run: Callable[[int], None], rounds: int) -> tuple[float, float]:
 def _measure(url: str, label: str) -> None:
     ledger = Ledger.open(url)
     baseline = _Bare(url)
+    stack = ExitStack()
     try:
         for name in ("bench-library", "bench-bare", "bench-minimal"):
             ledger.register_node(name)
@@ -176,6 +182,13 @@ def _measure(url: str, label: str) -> None:
 
         for warm_up in (library_run, bare_run, minimal_run):
             warm_up(20)  # connections, prepared statements, the WAL
+        if label == "postgres":
+            # A session's round trip takes one of two times by the CPU it runs on: the
+            # library's connection and the baseline's would each carry their own.
+            held = stack.enter_context(
+                one_cpu([ledger_session(ledger), server_session(baseline.conn)])
+            )
+            print(f"{label:<9} {held}")
         # Samples alternate, so a noisy neighbour slows every side of a round alike, and
         # each round starts with another side, so none always runs first (or after a
         # checkpoint of the shared WAL).
@@ -188,6 +201,7 @@ def _measure(url: str, label: str) -> None:
             rounds.append((timed[0][0], timed[1][0], timed[2][0]))
             cpu.append((timed[0][1], timed[1][1]))
     finally:
+        stack.close()
         ledger.close()
         baseline.conn.close()
     library, bare, minimal = (statistics.median(r[i] for r in rounds) for i in range(3))

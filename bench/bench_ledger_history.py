@@ -31,7 +31,12 @@ Baseline: the same operation on the smallest history (1k rows), in the same run.
 largest/smallest is printed; "flat" when it is at most 1.5x, else "GROWS". All sizes are
 filled first; then each round makes one call of every operation on every size in turn, so a
 noisy neighbour slows every size alike. Each figure is the median over the rounds (after 3
-warm-up rounds; at least 5, at most 200, while 30 s per backend last).
+warm-up rounds; at least 5, at most 200, while 30 s per backend last). On a local PostgreSQL
+server this process and the four ledgers' server sessions are held on one CPU while the
+rounds run (bench/_one_cpu.py): a round trip otherwise costs one of two times by where the
+scheduler put each session (27 or 62 us here), and each size's connection carried its own:
+one run printed a read at 0.09 ms on two sizes and 0.16 ms on the two others, "GROWS" for
+what was the scheduler's doing.
 
 Run: ``./dev bench ledger_history`` (PostgreSQL from ONSTATION_BENCH_PG, default the local
 test database, in a scratch schema; skipped with a note when no server answers).
@@ -53,6 +58,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench._one_cpu import ledger_session, one_cpu
 from onstation.ledger import Ledger, open_backend
 from onstation.ledger.bodies import HarnessLedger
 
@@ -327,6 +333,11 @@ def _run(label: str, open_filled: Callable[[int], Any]) -> None:
             subjects[size] = _Subject(stack.enter_context(open_filled(size)))
             print(f"{label}: {_size_label(size)} history rows filled in "
                   f"{time.perf_counter() - start:.1f} s", flush=True)  # fmt: skip
+        if label == "postgres":
+            # A session's round trip takes one of two times by the CPU it runs on, whatever
+            # the history: each size's connection would carry its own (bench/_one_cpu.py).
+            held = stack.enter_context(one_cpu(ledger_session(s.ledger) for s in subjects.values()))
+            print(f"{label}: {held}")
         # Rounds visit every size in turn (starting one further each round), so that a noisy
         # neighbour or a CPU frequency change slows every size alike.
         start = time.perf_counter()
