@@ -8,10 +8,13 @@ PostgreSQL backend must never go untested in CI.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -254,3 +257,24 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
     monkeypatch.setattr(evidence, "run_captured", counting)
     return seen
+
+
+@pytest.fixture
+def bench_module() -> Callable[[str], ModuleType]:
+    """Loads a file of ``bench/`` (``"bench_sim.py"``, ``"__main__.py"``) as a module of its
+    own: the benchmarks are not installed with the package, so the tests load them from
+    the checkout they run in."""
+
+    def load(filename: str) -> ModuleType:
+        name = f"onstation_bench_{Path(filename).stem.strip('_')}"
+        spec = importlib.util.spec_from_file_location(name, _ROOT / "bench" / filename)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+
+    return load
+
+
+_ROOT = Path(__file__).parents[1]

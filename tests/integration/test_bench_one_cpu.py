@@ -10,36 +10,25 @@ tests hold real server sessions and check what the OS reports of them.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
-import sys
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 
 import pytest
 
 from onstation.ledger import Ledger
 
-ROOT = Path(__file__).parents[2]
-
 pytestmark = pytest.mark.skipif(
     len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to hold anything on one"
 )
 
 
-def _one_cpu() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_one_cpu", ROOT / "bench" / "_one_cpu.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_one_cpu"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.postgres
-def test_a_ledgers_server_session_and_this_process_share_one_cpu_inside(pg_url: str) -> None:
-    one_cpu = _one_cpu()
+def test_a_ledgers_server_session_and_this_process_share_one_cpu_inside(
+    pg_url: str, bench_module: Callable[[str], ModuleType]
+) -> None:
+    one_cpu = bench_module("_one_cpu.py")
     mine = os.sched_getaffinity(0)
     with Ledger.open(pg_url) as first, Ledger.open(pg_url) as second:
         sessions = [one_cpu.ledger_session(first), one_cpu.ledger_session(second)]
@@ -56,8 +45,10 @@ def test_a_ledgers_server_session_and_this_process_share_one_cpu_inside(pg_url: 
         assert {pid: os.sched_getaffinity(pid) for pid in pids} == before
 
 
-def test_a_server_on_another_host_is_not_held_and_nothing_changes() -> None:
-    one_cpu = _one_cpu()
+def test_a_server_on_another_host_is_not_held_and_nothing_changes(
+    bench_module: Callable[[str], ModuleType],
+) -> None:
+    one_cpu = bench_module("_one_cpu.py")
     mine = os.sched_getaffinity(0)
     with one_cpu.one_cpu([("db.example.net", os.getpid())]) as said:
         assert said == "server sessions not held on one CPU: server on db.example.net"
@@ -65,8 +56,10 @@ def test_a_server_on_another_host_is_not_held_and_nothing_changes() -> None:
     assert os.sched_getaffinity(0) == mine
 
 
-def test_a_session_the_os_will_not_hold_leaves_every_affinity_as_it_was() -> None:
-    one_cpu = _one_cpu()
+def test_a_session_the_os_will_not_hold_leaves_every_affinity_as_it_was(
+    bench_module: Callable[[str], ModuleType],
+) -> None:
+    one_cpu = bench_module("_one_cpu.py")
     mine = os.sched_getaffinity(0)
     alive = subprocess.Popen(["sleep", "30"])
     gone = subprocess.Popen(["true"])

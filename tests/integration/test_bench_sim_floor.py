@@ -10,28 +10,17 @@ from __future__ import annotations
 
 import _sqlite3
 import collections
-import importlib.util
 import sqlite3
-import sys
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 
 from onstation.sim.run import run_seeds
 
-ROOT = Path(__file__).parents[2]
 
-
-def _bench_sim() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_sim", ROOT / "bench" / "bench_sim.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_sim"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_counting_run_sees_every_statement_and_git_process_of_a_seed() -> None:
-    bench = _bench_sim()
+def test_the_counting_run_sees_every_statement_and_git_process_of_a_seed(
+    bench_module: Callable[[str], ModuleType],
+) -> None:
+    bench = bench_module("bench_sim.py")
     before = (sqlite3.connect, _sqlite3.connect)
     calls: collections.Counter[str] = collections.Counter()
     sql = [0.0]

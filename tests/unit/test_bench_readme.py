@@ -3,26 +3,19 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 ROOT = Path(__file__).parents[2]
 
 
-def _bench_main():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("bench_main", ROOT / "bench" / "__main__.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_main"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_block_between_the_markers_is_replaced_by_the_output() -> None:
-    bench = _bench_main()
+def test_the_block_between_the_markers_is_replaced_by_the_output(
+    bench_module: Callable[[str], ModuleType],
+) -> None:
+    bench = bench_module("__main__.py")
     readme = f"intro\n{bench.BEGIN}\nold figures\n{bench.END}\nafter\n"
     out = bench.readme_with(readme, "\n### bench_x\n  1.0 ms  ```odd``` fence\n")
     assert out.startswith("intro\n") and out.endswith("\nafter\n")
@@ -31,14 +24,18 @@ def test_the_block_between_the_markers_is_replaced_by_the_output() -> None:
     assert block.startswith("\n````text\n")  # a fence longer than any in the output
 
 
-def test_a_readme_without_the_block_is_refused() -> None:
-    bench = _bench_main()
+def test_a_readme_without_the_block_is_refused(
+    bench_module: Callable[[str], ModuleType],
+) -> None:
+    bench = bench_module("__main__.py")
     with pytest.raises(SystemExit, match="no <!-- bench:begin -->"):
         bench.readme_with("no markers here\n", "figures")
 
 
-def test_the_readme_has_the_block_and_it_holds_every_benchmark() -> None:
-    bench = _bench_main()
+def test_the_readme_has_the_block_and_it_holds_every_benchmark(
+    bench_module: Callable[[str], ModuleType],
+) -> None:
+    bench = bench_module("__main__.py")
     text = (ROOT / "README.md").read_text()
     block = text.split(bench.BEGIN, 1)[1].split(bench.END, 1)[0]
     for path in sorted((ROOT / "bench").glob("bench_*.py")):
