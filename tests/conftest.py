@@ -23,6 +23,8 @@ from onstation.ledger import Ledger
 from onstation.testing import FakeClock, scratch_postgres_url, with_schema
 
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/test"
+#: The checkout the tests run in (its bench/ is not installed with the package).
+_ROOT = Path(__file__).parents[1]
 
 # The per-user daemon (``onstation daemon``) never serves the suite by accident: a
 # developer's running daemon stays out of it, and a test that wants one starts its own.
@@ -275,6 +277,3 @@ def bench_module() -> Callable[[str], ModuleType]:
         return module
 
     return load
-
-
-_ROOT = Path(__file__).parents[1]
